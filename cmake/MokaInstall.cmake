@@ -1,0 +1,16 @@
+# Installs moka::moka with its headers and a CMake package config (find_package(moka CONFIG REQUIRED)).
+include(CMakePackageConfigHelpers)
+install(TARGETS moka EXPORT mokaTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS moka_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/moka DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT mokaTargets NAMESPACE moka:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)
+configure_package_config_file(cmake/mokaConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/mokaConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mokaConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mokaConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/mokaConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)

@@ -1,0 +1,163 @@
+// Tensor: a contiguous n-d array of one DType (any rank, 0-d scalars included) with checked typed access.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "moka/core/dtype.h"
+
+namespace moka {
+
+namespace detail {
+[[noreturn]] void throw_dtype_mismatch(DType have, DType want);
+[[noreturn]] void throw_not_scalar(const std::vector<int64_t>& shape);
+[[noreturn]] void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n);
+}  // namespace detail
+
+/// @brief A dense, contiguous, row-major array of elements of one DType.
+///
+/// Storage is reused when a tensor is resized to a size that fits what it already holds
+/// (Caffe2's Resize semantics), so operators that write the same shape every iteration do not
+/// touch the heap. A default-constructed tensor has dtype Undefined and shape {0}.
+///
+/// @code
+///   Tensor t = Tensor::scalar<int64_t>(5);      // 0-d
+///   Tensor v(DType::Float, {2, 3});              // zero-filled
+///   v.mutable_data<float>()[4] = 1.5f;
+///   t.item<int64_t>();                          // 5; item<float>() throws TypeError
+/// @endcode
+/// Thread-safety: none; a tensor is owned by one operator at a time.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// A zero-filled (empty strings) tensor.
+  Tensor(DType dtype, std::vector<int64_t> shape);
+
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor() = default;
+
+  template <class T>
+  static Tensor scalar(T value);
+  template <class T>
+  static Tensor from_vector(std::vector<int64_t> shape, const std::vector<T>& values);
+  /// 1-d tensor of the given values.
+  template <class T>
+  static Tensor vector(const std::vector<T>& values);
+
+  DType dtype() const noexcept { return dtype_; }
+  const std::vector<int64_t>& shape() const noexcept { return shape_; }
+  int64_t dim(std::size_t i) const { return shape_.at(i); }
+  std::size_t ndim() const noexcept { return shape_.size(); }
+  int64_t numel() const noexcept { return numel_; }
+  bool defined() const noexcept { return dtype_ != DType::Undefined; }
+
+  /// Sets dtype and shape. Keeps the storage when it is large enough; new elements have
+  /// unspecified values (zero for freshly allocated storage). Throws InvalidInput for negative
+  /// dimensions or a size that overflows.
+  void resize(DType dtype, std::span<const int64_t> shape);
+  void resize(DType dtype, std::initializer_list<int64_t> shape) {
+    resize(dtype, std::span<const int64_t>(shape.begin(), shape.size()));
+  }
+  /// Same dtype and shape as other (values not copied).
+  void resize_like(const Tensor& other) { resize(other.dtype_, other.shape_); }
+
+  template <class T>
+  T* mutable_data() {
+    check<T>();
+    return data_ptr<T>();
+  }
+  template <class T>
+  const T* data() const {
+    check<T>();
+    return const_cast<Tensor*>(this)->data_ptr<T>();
+  }
+  template <class T>
+  std::span<T> values() {
+    return {mutable_data<T>(), static_cast<std::size_t>(numel_)};
+  }
+  template <class T>
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<std::size_t>(numel_)};
+  }
+  /// The single element of a tensor with numel() == 1 (shape [] or [1] or [1,1]...).
+  template <class T>
+  T item() const {
+    if (numel_ != 1) detail::throw_not_scalar(shape_);
+    return data<T>()[0];
+  }
+  /// Raw bytes of a non-string tensor.
+  const std::byte* raw_data() const noexcept { return bytes_.data(); }
+  std::byte* raw_mutable_data() noexcept { return bytes_.data(); }
+  std::size_t nbytes() const noexcept { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+
+  /// Deep copy of dtype, shape and values, reusing this tensor's storage.
+  void copy_from(const Tensor& other);
+  /// Equal dtype, shape and values (NaN != NaN).
+  bool operator==(const Tensor& other) const;
+
+  /// "int64[2,3] {1, 2, 3, 4, 5, 6}", at most `limit` values shown.
+  std::string to_string(std::size_t limit = 32) const;
+  /// "int64[2,3]"
+  std::string describe() const;
+
+ private:
+  template <class T>
+  void check() const {
+    if (dtype_ != dtype_of<T>()) detail::throw_dtype_mismatch(dtype_, dtype_of<T>());
+  }
+  template <class T>
+  T* data_ptr() {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return strings_.data();
+    } else {
+      return reinterpret_cast<T*>(bytes_.data());
+    }
+  }
+
+  DType dtype_ = DType::Undefined;
+  std::vector<int64_t> shape_{0};
+  int64_t numel_ = 0;
+  std::vector<std::byte> bytes_;       // never shrinks; grows zero-filled
+  std::vector<std::string> strings_;   // used when dtype_ == String
+};
+
+/// Product of dimensions; throws InvalidInput for negative dimensions or overflow.
+int64_t shape_numel(std::span<const int64_t> shape);
+/// "[2,3]"
+std::string shape_string(std::span<const int64_t> shape);
+
+template <class T>
+Tensor Tensor::scalar(T value) {
+  Tensor t;
+  t.resize(dtype_of<T>(), {});
+  t.mutable_data<T>()[0] = std::move(value);
+  return t;
+}
+
+template <class T>
+Tensor Tensor::from_vector(std::vector<int64_t> shape, const std::vector<T>& values) {
+  Tensor t;
+  t.resize(dtype_of<T>(), shape);
+  if (static_cast<std::size_t>(t.numel()) != values.size())
+    detail::throw_values_mismatch(t.shape(), values.size());
+  std::copy(values.begin(), values.end(), t.mutable_data<T>());
+  return t;
+}
+
+template <class T>
+Tensor Tensor::vector(const std::vector<T>& values) {
+  return from_vector<T>({static_cast<int64_t>(values.size())}, values);
+}
+
+// std::vector<bool> is bit-packed; give it its own overloads.
+template <>
+Tensor Tensor::from_vector<bool>(std::vector<int64_t> shape, const std::vector<bool>& values);
+
+}  // namespace moka

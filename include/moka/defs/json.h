@@ -1,0 +1,28 @@
+// JSON codec for definitions, using caffe2.proto's field names. Loading validates everything and
+// reports the JSON path of the first problem ("execution_step[0].substep[2]: unknown field \"num_iters\"").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "moka/defs/plan_def.h"
+
+namespace moka {
+
+/// Parses a plan. Throws InvalidInput naming the JSON path of the first problem.
+PlanDef plan_from_json(std::string_view text);
+NetDef net_from_json(std::string_view text);
+OperatorDef operator_from_json(std::string_view text);
+ExecutionStepDef step_from_json(std::string_view text);
+
+/// Reads and parses a plan file; InvalidInput names the file on any problem.
+PlanDef load_plan_file(const std::string& path);
+
+/// Serialises to JSON (indent < 0: one line). Round trip through *_from_json is lossless.
+/// Throws InvalidInput for a plan holding a "Callable" operator (it only exists in this process).
+std::string to_json(const PlanDef& plan, int indent = 2);
+std::string to_json(const NetDef& net, int indent = 2);
+std::string to_json(const OperatorDef& op, int indent = 2);
+std::string to_json(const ExecutionStepDef& step, int indent = 2);
+
+}  // namespace moka

@@ -1,0 +1,30 @@
+// Callable operators: a user's C++ callable on the operator's input and output blobs (Caffe2's ops.Python).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "moka/core/blob.h"
+#include "moka/ops/schema.h"
+
+namespace moka {
+
+/// The function an operator instance calls on every run.
+using CallableFn = std::function<void(std::span<Blob* const> inputs, std::span<Blob* const> outputs)>;
+/// Makes a CallableFn; called once per operator construction (once per net instantiation —
+/// once per workspace or task instance), like Caffe2's Python-op builder.
+using CallableBuilder = std::function<CallableFn()>;
+
+/// Op type used for anonymous callables; its `token` argument names a registered builder.
+inline constexpr const char* kCallableOpType = "Callable";
+
+/// Registers an operator type whose body is a callable. Thread-safe.
+void register_callable_operator(OpSchema schema, CallableBuilder builder);
+
+/// Registers an anonymous builder and returns its token: an OperatorDef of type "Callable" with
+/// argument `token` = the returned value runs it. Tokens are valid only in this process, so such
+/// plans cannot be serialised. Thread-safe.
+int64_t register_callable(CallableBuilder builder);
+
+}  // namespace moka

@@ -1,0 +1,160 @@
+// Tensor storage management, copying, comparison and printing.
+#include "moka/core/tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <limits>
+
+#include "moka/core/error.h"
+
+namespace moka {
+
+namespace detail {
+void throw_dtype_mismatch(DType have, DType want) {
+  throw TypeError(fmt::format("tensor has dtype {}, but {} was requested", dtype_name(have),
+                              dtype_name(want)));
+}
+void throw_not_scalar(const std::vector<int64_t>& shape) {
+  throw TypeError(fmt::format("expected a tensor with exactly one element, got shape {}",
+                              shape_string(shape)));
+}
+void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n) {
+  throw InvalidInput(fmt::format("shape {} needs {} values, got {}", shape_string(shape),
+                                 shape_numel(shape), n));
+}
+}  // namespace detail
+
+int64_t shape_numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw InvalidInput(fmt::format("shape {} has a negative dimension", shape_string(shape)));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw InvalidInput(fmt::format("shape {} is too large", shape_string(shape)));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) { resize(dtype, shape); }
+
+Tensor::Tensor(const Tensor& other) { copy_from(other); }
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) copy_from(other);
+  return *this;
+}
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      numel_(other.numel_),
+      bytes_(std::move(other.bytes_)),
+      strings_(std::move(other.strings_)) {
+  other.dtype_ = DType::Undefined;
+  other.shape_.assign(1, 0);
+  other.numel_ = 0;
+}
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    numel_ = other.numel_;
+    bytes_ = std::move(other.bytes_);
+    strings_ = std::move(other.strings_);
+    other.dtype_ = DType::Undefined;
+    other.shape_.assign(1, 0);
+    other.numel_ = 0;
+  }
+  return *this;
+}
+
+void Tensor::resize(DType dtype, std::span<const int64_t> shape) {
+  if (dtype == DType::Undefined) throw TypeError("cannot resize a tensor to dtype undefined");
+  const int64_t n = shape_numel(shape);
+  if (dtype == DType::String) {
+    if (dtype_ != DType::String) bytes_.clear();
+    strings_.resize(static_cast<std::size_t>(n));
+  } else {
+    const std::size_t need = static_cast<std::size_t>(n) * dtype_size(dtype);
+    if (need > static_cast<std::size_t>(std::numeric_limits<int64_t>::max()))
+      throw InvalidInput(fmt::format("shape {} is too large", shape_string(shape)));
+    if (bytes_.size() < need) bytes_.resize(need);
+    if (!strings_.empty()) strings_.clear();
+  }
+  dtype_ = dtype;
+  if (shape_.size() != shape.size() || !std::equal(shape.begin(), shape.end(), shape_.begin()))
+    shape_.assign(shape.begin(), shape.end());
+  numel_ = n;
+}
+
+void Tensor::copy_from(const Tensor& other) {
+  if (!other.defined()) {
+    dtype_ = DType::Undefined;
+    shape_ = other.shape_;
+    numel_ = other.numel_;
+    return;
+  }
+  resize(other.dtype_, other.shape_);
+  if (dtype_ == DType::String) {
+    std::copy(other.strings_.begin(), other.strings_.begin() + numel_, strings_.begin());
+  } else if (nbytes() > 0) {
+    std::memcpy(bytes_.data(), other.bytes_.data(), nbytes());
+  }
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (!defined()) return true;
+  return visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    auto a = values<T>();
+    auto b = other.values<T>();
+    return std::equal(a.begin(), a.end(), b.begin());
+  });
+}
+
+std::string Tensor::describe() const {
+  return fmt::format("{}{}", dtype_name(dtype_), shape_string(shape_));
+}
+
+std::string Tensor::to_string(std::size_t limit) const {
+  std::string out = describe();
+  if (!defined()) return out;
+  out += " {";
+  visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    auto v = values<T>();
+    for (std::size_t i = 0; i < v.size() && i < limit; ++i) {
+      if (i) out += ", ";
+      if constexpr (std::is_same_v<T, std::string>) {
+        out += fmt::format("\"{}\"", v[i]);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out += v[i] ? "true" : "false";
+      } else if constexpr (sizeof(T) == 1) {
+        out += fmt::format("{}", static_cast<int>(v[i]));
+      } else {
+        out += fmt::format("{}", v[i]);
+      }
+    }
+    if (v.size() > limit) out += fmt::format(", ... ({} more)", v.size() - limit);
+  });
+  out += "}";
+  return out;
+}
+
+template <>
+Tensor Tensor::from_vector<bool>(std::vector<int64_t> shape, const std::vector<bool>& values) {
+  Tensor t;
+  t.resize(DType::Bool, shape);
+  if (static_cast<std::size_t>(t.numel()) != values.size())
+    detail::throw_values_mismatch(t.shape(), values.size());
+  bool* d = t.mutable_data<bool>();
+  for (std::size_t i = 0; i < values.size(); ++i) d[i] = values[i];
+  return t;
+}
+
+}  // namespace moka

@@ -1,0 +1,2 @@
+// moka command-line tool (placeholder).
+int main() { return 0; }
