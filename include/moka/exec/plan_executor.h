@@ -1,0 +1,51 @@
+// The plan executor: runs a PlanDef in a workspace with Caffe2's step semantics (§3) and moka's
+// failure model (an error anywhere cancels its siblings, every thread is joined, the error is thrown).
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "moka/core/workspace.h"
+#include "moka/defs/plan_def.h"
+
+namespace moka {
+
+/// Options of one plan run.
+struct RunOptions {
+  /// Checked before every iteration of every step; returning false ends the plan early, without
+  /// an error (Caffe2's shouldContinue, e.g. stop on SIGINT). Must be thread-safe.
+  std::function<bool()> should_continue;
+  /// After an error, how long to wait for concurrent workers that ignore cancellation before
+  /// giving up on them (Caffe2's --caffe2_plan_executor_exception_timeout). The plan then fails
+  /// with "failed to stop concurrent workers after exception: ..."; the stuck threads are left
+  /// running (and the run's state is kept alive for them), the process is not aborted.
+  std::chrono::milliseconds exception_timeout{std::chrono::seconds(60)};
+};
+
+/// @brief Runs plan in ws (Caffe2's Workspace::RunPlan).
+///
+/// The plan is checked first (check_plan), so a malformed plan fails before anything runs.
+/// Top-level steps run one after another; each is instantiated just before it runs. Nets
+/// instantiated in ws stay registered there afterwards; nets and blobs of create_workspace
+/// steps go away with their child workspaces.
+///
+/// Errors: InvalidInput for definition problems; otherwise the first error raised by an
+/// operator, a net or a reporter, rethrown with its dynamic type and its location
+/// (`step "a" > step "b" > net "n" > operator #2 (Add): ...`). Never aborts the process.
+/// Thread-safety: several plans may run concurrently in different workspaces, or in the same
+/// workspace when they touch different blobs.
+void run_plan(Workspace& ws, const PlanDef& plan, const RunOptions& options = {});
+
+/// Runs a single step with the given nets (Caffe2's RunPlan(ExecutionStep)).
+void run_step(Workspace& ws, const ExecutionStepDef& step, const std::vector<NetDef>& nets,
+              const RunOptions& options = {});
+
+/// @brief Checks a plan without running it.
+///
+/// Duplicate net names, steps with both substeps and networks, references to undefined nets,
+/// should_stop_blob with num_iter, only_once without should_stop_blob, report_net without
+/// report_interval, negative counts, unknown operator types and arguments that do not satisfy
+/// their operator's schema. Throws InvalidInput naming the step path or net and operator.
+void check_plan(const PlanDef& plan);
+
+}  // namespace moka

@@ -1,0 +1,166 @@
+// Compiling steps: child workspaces, workspace-id injection, net instantiation, substep wrappers, cancellation.
+#include "exec/compiled_step.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "moka/core/error.h"
+
+namespace moka::detail {
+
+std::string describe_step(const ExecutionStepDef& step) { return fmt::format("step \"{}\"", step.name); }
+
+void keep_forever(std::shared_ptr<void> p) {
+  static std::mutex mu;
+  static auto* graveyard = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard lk(mu);
+  graveyard->push_back(std::move(p));
+}
+
+PlanContext::PlanContext(const std::vector<NetDef>& nets, RunOptions opts) : options(std::move(opts)) {
+  for (const auto& n : nets) net_defs.emplace(n.name, &n);
+}
+
+Net* PlanContext::net(Workspace& ws, const std::string& name, const std::string& step_name) {
+  auto it = net_defs.find(name);
+  if (it == net_defs.end())
+    throw InvalidInput(fmt::format("ExecutionStep {} uses undefined net {}", step_name, name));
+  std::lock_guard lk(created_mu);
+  const auto key = std::make_pair(static_cast<const Workspace*>(&ws), name);
+  const bool first_use = std::find(created.begin(), created.end(), key) == created.end();
+  NetBase* existing = ws.get_net(name);
+  if (first_use || existing == nullptr) {
+    if (first_use) created.push_back(key);
+    return create_net(ws, *it->second, /*overwrite=*/true);
+  }
+  auto* net = dynamic_cast<Net*>(existing);
+  if (!net) throw InvalidInput(fmt::format("Network {} not found.", name));
+  return net;
+}
+
+namespace {
+
+// §3.8: a new child workspace that sees NODE_ID gets a local GLOBAL_WORKSPACE_ID.
+void inject_workspace_id(Workspace& ws, PlanContext& ctx) {
+  Blob* node = ws.get_blob("NODE_ID");
+  if (!node) return;
+  const Tensor* t = node->tensor_or_null();
+  if (!t || t->dtype() != DType::Int32 || t->numel() != 1)
+    throw TypeError(fmt::format("NODE_ID must be an int32 scalar, found {}",
+                                t ? t->describe() : std::string(node->type_name())));
+  const int32_t seq = ctx.workspace_seq.fetch_add(1);
+  if (seq >= 65536) throw RuntimeError("Integer overflow while calculating GLOBAL_WORKSPACE_ID blob");
+  const int32_t node_id = t->item<int32_t>();
+  ws.create_local_blob("GLOBAL_WORKSPACE_ID")->get_mutable<Tensor>() =
+      Tensor::scalar<int32_t>(static_cast<int32_t>(seq + (static_cast<uint32_t>(node_id) << 16)));
+}
+
+}  // namespace
+
+CompiledStep::CompiledStep(const ExecutionStepDef& s, Workspace* parent_ws, PlanContext& c)
+    : step(s), ctx(c), ws(parent_ws) {
+  if (step.create_workspace.value_or(false)) {
+    owned_ws = std::make_unique<Workspace>(parent_ws);
+    ws = owned_ws.get();
+    inject_workspace_id(*ws, ctx);
+  }
+  if (!step.substep.empty() && !step.network.empty())
+    throw InvalidInput("An ExecutionStep should either have substep or networks but not both.");
+  for (const auto& sub : step.substep) {
+    auto w = std::make_unique<StepWrapper>(sub, ws, ctx);
+    (sub.run_every_ms ? reporters : recurring).push_back(std::move(w));
+  }
+  for (const auto& name : step.network) nets.push_back(ctx.net(*ws, name, step.name));
+  if (step.should_stop_blob) {
+    should_stop_blob = ws->get_blob(*step.should_stop_blob);
+    if (!should_stop_blob)
+      throw InvalidInput(fmt::format("should_stop_blob: blob {} does not exist", *step.should_stop_blob));
+    if (step.num_iter) throw InvalidInput("Must not specify num_iter if should_stop_blob is set");
+    max_iters = step.only_once.value_or(false) ? 1 : std::numeric_limits<int64_t>::max();
+  } else {
+    if (step.only_once) throw InvalidInput("only_once is not supported without should_stop_blob");
+    max_iters = step.num_iter.value_or(1);
+  }
+  if (step.report_net) {
+    if (!step.report_interval) throw InvalidInput("A report_interval must be provided if report_net is set.");
+    report_net = ctx.net(*ws, *step.report_net, step.name);
+  }
+}
+
+CompiledStep::~CompiledStep() {
+  // Substeps and nets live in ws; drop them before a child workspace goes.
+  recurring.clear();
+  reporters.clear();
+}
+
+bool CompiledStep::should_stop() const {
+  const Blob* b = should_stop_blob;
+  if (!b || !b->is_initialized()) return false;
+  const Tensor* t = b->tensor_or_null();
+  if (!t || t->dtype() != DType::Bool || t->numel() != 1)
+    throw TypeError(fmt::format("should_stop_blob \"{}\" expects a scalar boolean, found {}", *step.should_stop_blob,
+                                t ? t->describe() : std::string(b->type_name())));
+  return t->data<bool>()[0];
+}
+
+void CompiledStep::fail(std::exception_ptr e) {
+  {
+    std::lock_guard lk(ex_mu_);
+    if (!first_ex_) first_ex_ = std::move(e);
+  }
+  got_failure.store(true);
+  cancel();
+}
+
+std::exception_ptr CompiledStep::first_exception() const {
+  std::lock_guard lk(ex_mu_);
+  return first_ex_;
+}
+
+void CompiledStep::cancel() {
+  cancelled.store(true);
+  for (auto& w : reporters) w->cancel();
+  for (auto& w : recurring) w->cancel();
+  for (Net* n : nets) n->cancel();
+  if (report_net) report_net->cancel();
+}
+
+StepWrapper::StepWrapper(const ExecutionStepDef& step, Workspace* ws, PlanContext& ctx)
+    : step_(step), ws_(ws), ctx_(ctx) {
+  if (!step.create_workspace.value_or(false)) {
+    try {
+      cached_ = std::make_shared<CompiledStep>(step_, ws_, ctx_);
+    } catch (Error& e) {
+      e.add_context(describe_step(step_));
+      throw;
+    }
+  }
+}
+
+StepWrapper::~StepWrapper() = default;
+
+std::shared_ptr<CompiledStep> StepWrapper::compiled() {
+  if (cached_) return cached_;
+  auto fresh = std::make_shared<CompiledStep>(step_, ws_, ctx_);
+  std::lock_guard lk(live_mu_);
+  if (cancelled_.load()) fresh->cancel();
+  live_.push_back(fresh);
+  return fresh;
+}
+
+void StepWrapper::release(const std::shared_ptr<CompiledStep>& c) {
+  if (c == cached_) return;
+  std::lock_guard lk(live_mu_);
+  live_.remove(c);
+}
+
+void StepWrapper::cancel() {
+  cancelled_.store(true);
+  if (cached_) cached_->cancel();
+  std::lock_guard lk(live_mu_);
+  for (auto& c : live_) c->cancel();
+}
+
+}  // namespace moka::detail

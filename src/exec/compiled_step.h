@@ -1,0 +1,110 @@
+// Internal: a step's compiled form (nets instantiated, substeps wrapped) and the per-run plan context.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "moka/core/workspace.h"
+#include "moka/defs/plan_def.h"
+#include "moka/exec/net.h"
+#include "moka/exec/plan_executor.h"
+
+namespace moka::detail {
+
+/// State shared by every step of one run_plan call.
+struct PlanContext {
+  explicit PlanContext(const std::vector<NetDef>& nets, RunOptions opts);
+
+  std::unordered_map<std::string, const NetDef*> net_defs;
+  RunOptions options;
+  std::atomic<int32_t> workspace_seq{0};  // GLOBAL_WORKSPACE_ID sequence (§3.8)
+  std::atomic<bool> abandoned{false};     // a worker ignored cancellation; keep all state alive
+  std::mutex created_mu;
+  std::vector<std::pair<const Workspace*, std::string>> created;  // nets instantiated by this run
+
+  /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
+  /// run are re-created on first use, as Caffe2 does).
+  Net* net(Workspace& ws, const std::string& name, const std::string& step_name);
+  bool external_stop() const { return options.should_continue && !options.should_continue(); }
+};
+
+class CompiledStep;
+
+/// A step in the tree. Steps without create_workspace compile once, eagerly, at construction
+/// (so all their nets exist before anything runs, §3.3); create_workspace steps compile afresh
+/// for every execution, in a new child workspace.
+class StepWrapper {
+ public:
+  StepWrapper(const ExecutionStepDef& step, Workspace* ws, PlanContext& ctx);
+  ~StepWrapper();
+
+  const ExecutionStepDef& step() const { return step_; }
+  PlanContext& context() const { return ctx_; }
+  /// The compiled step to execute now (the cached one, or a fresh one registered as live).
+  std::shared_ptr<CompiledStep> compiled();
+  /// Called when a fresh compiled step finished executing.
+  void release(const std::shared_ptr<CompiledStep>& c);
+  /// Cancels the cached step and every live fresh one; later fresh ones start cancelled.
+  void cancel();
+
+ private:
+  const ExecutionStepDef& step_;
+  Workspace* ws_;
+  PlanContext& ctx_;
+  std::shared_ptr<CompiledStep> cached_;
+  std::mutex live_mu_;
+  std::list<std::shared_ptr<CompiledStep>> live_;
+  std::atomic<bool> cancelled_{false};
+};
+
+/// A step with its workspace, nets and substep wrappers bound (Caffe2's CompiledExecutionStep).
+class CompiledStep {
+ public:
+  CompiledStep(const ExecutionStepDef& step, Workspace* parent_ws, PlanContext& ctx);
+  ~CompiledStep();
+
+  /// Loop condition for iteration i: not cancelled, within num_iter / only_once, no external stop.
+  bool keep_going(int64_t i) const {
+    if (cancelled.load(std::memory_order_relaxed)) return false;
+    if (i >= max_iters) return false;
+    return !ctx.options.should_continue || ctx.options.should_continue();
+  }
+  /// The value of should_stop_blob: false when unset or never filled (§3.5).
+  bool should_stop() const;
+  /// Records the first error and cancels everything below this step.
+  void fail(std::exception_ptr e);
+  std::exception_ptr first_exception() const;
+  void cancel();
+
+  const ExecutionStepDef& step;
+  PlanContext& ctx;
+  std::unique_ptr<Workspace> owned_ws;
+  Workspace* ws;
+  std::vector<std::unique_ptr<StepWrapper>> recurring;
+  std::vector<std::unique_ptr<StepWrapper>> reporters;
+  std::vector<Net*> nets;
+  Net* report_net = nullptr;
+  Blob* should_stop_blob = nullptr;
+  int64_t max_iters = 1;  // INT64_MAX for "until should_stop"
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> got_failure{false};
+
+ private:
+  mutable std::mutex ex_mu_;
+  std::exception_ptr first_ex_;
+};
+
+/// "step \"name\"" for messages.
+std::string describe_step(const ExecutionStepDef& step);
+
+/// Keeps objects alive forever (state of a run whose worker could not be stopped).
+void keep_forever(std::shared_ptr<void> p);
+
+}  // namespace moka::detail

@@ -1,0 +1,125 @@
+// Net: validation of external inputs/outputs, operator construction, the run loop and cancellation.
+#include "moka/exec/net.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <set>
+
+#include "moka/core/error.h"
+#include "moka/ops/registry.h"
+
+namespace moka {
+
+namespace {
+
+bool known_net_type(const std::optional<std::string>& t) {
+  if (!t) return true;
+  // Every type runs sequentially in moka; the names Caffe2 used for parallel executors are
+  // accepted so existing plans load.
+  static const std::set<std::string> kTypes = {"", "simple", "dag", "async_dag", "async_scheduling",
+                                               "async_simple", "async_polling", "parallel"};
+  return kTypes.count(*t) != 0;
+}
+
+// Caffe2 §1.3: with external_input declared, every input must have a known source and every
+// external_output must be produced.
+void check_external_io(const NetDef& def) {
+  if (def.external_input.empty()) return;
+  std::set<std::string> known(def.external_input.begin(), def.external_input.end());
+  for (std::size_t i = 0; i < def.op.size(); ++i) {
+    const auto& op = def.op[i];
+    for (const auto& in : op.input)
+      if (!known.count(in))
+        throw InvalidInput(fmt::format("op {}: Source for input {} is unknown for net {}, {}", op.type, in,
+                                       def.name, OperatorBase::describe(op, static_cast<int>(i))));
+    known.insert(op.output.begin(), op.output.end());
+  }
+  for (const auto& out : def.external_output)
+    if (!known.count(out))
+      throw InvalidInput(fmt::format(
+          "Some of the blobs are declared as output but never produced by the net {}, the first one is {}",
+          def.name, out));
+}
+
+}  // namespace
+
+std::string describe_net(const std::string& name) { return fmt::format("net \"{}\"", name); }
+
+Net::Net(NetDef def, Workspace* ws) : def_(std::move(def)) {
+  try {
+    if (def_.name.empty()) throw InvalidInput("a net needs a name");
+    if (!known_net_type(def_.type)) throw InvalidInput(fmt::format("unknown net type \"{}\"", *def_.type));
+    check_external_io(def_);
+    const auto& reg = OperatorRegistry::global();
+    ops_.reserve(def_.op.size());
+    for (std::size_t i = 0; i < def_.op.size(); ++i) {
+      try {
+        ops_.push_back(reg.create(def_.op[i], ws));
+      } catch (Error& e) {
+        e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+        throw;
+      }
+    }
+  } catch (Error& e) {
+    e.add_context(describe_net(def_.name));
+    throw;
+  }
+}
+
+Net::~Net() = default;
+
+void Net::run() {
+  const std::size_t n = ops_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    bool ok;
+    try {
+      ok = ops_[i]->run();
+    } catch (Error& e) {
+      e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+      e.add_context(describe_net(def_.name));
+      throw;
+    } catch (const std::exception& e) {
+      RuntimeError wrapped(e.what());
+      wrapped.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+      wrapped.add_context(describe_net(def_.name));
+      std::throw_with_nested(wrapped);
+    }
+    if (!ok) op_failed(i);
+  }
+}
+
+void Net::op_failed(std::size_t i) {
+  RuntimeError e("the operator reported failure");
+  e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+  e.add_context(describe_net(def_.name));
+  throw e;
+}
+
+void Net::cancel() {
+  for (auto& op : ops_) op->cancel();
+}
+
+Net* create_net(Workspace& ws, const NetDef& def, bool overwrite) {
+  if (!overwrite && ws.get_net(def.name))
+    throw InvalidInput(fmt::format(
+        "I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you explicitly "
+        "specify overwrite=true.",
+        def.name));
+  if (overwrite) ws.remove_net(def.name);
+  auto net = std::make_unique<Net>(def, &ws);
+  return static_cast<Net*>(ws.add_net(std::move(net), overwrite));
+}
+
+void run_net(Workspace& ws, const std::string& name) {
+  NetBase* net = ws.get_net(name);
+  if (!net) throw NotFound(fmt::format("net \"{}\" is not registered in the workspace", name));
+  net->run();
+}
+
+void run_net_once(Workspace& ws, const NetDef& def) {
+  Net net(def, &ws);
+  net.run();
+}
+
+}  // namespace moka

@@ -1,0 +1,73 @@
+// check_plan: validates a plan's structure and every operator against its schema before anything runs.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "moka/core/error.h"
+#include "moka/exec/plan_executor.h"
+#include "moka/ops/operator.h"
+#include "moka/ops/registry.h"
+
+namespace moka {
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+[[noreturn]] void step_error(const std::string& path, const std::string& what) {
+  throw InvalidInput(fmt::format("{}: {}", path, what));
+}
+
+void check_step(const ExecutionStepDef& s, const std::set<std::string>& nets, const std::string& path, int depth) {
+  if (depth > kMaxDepth) step_error(path, fmt::format("steps are nested more than {} levels deep", kMaxDepth));
+  if (!s.substep.empty() && !s.network.empty())
+    step_error(path, "An ExecutionStep should either have substep or networks but not both.");
+  for (const auto& n : s.network)
+    if (!nets.count(n)) step_error(path, fmt::format("ExecutionStep {} uses undefined net {}", s.name, n));
+  if (s.should_stop_blob && s.num_iter) step_error(path, "Must not specify num_iter if should_stop_blob is set");
+  if (s.only_once && !s.should_stop_blob) step_error(path, "only_once is not supported without should_stop_blob");
+  if (s.num_iter && *s.num_iter < 0) step_error(path, fmt::format("num_iter must be >= 0, got {}", *s.num_iter));
+  if (s.should_stop_blob && s.should_stop_blob->empty()) step_error(path, "should_stop_blob is empty");
+  if (s.num_concurrent_instances && *s.num_concurrent_instances < 1)
+    step_error(path, fmt::format("num_concurrent_instances must be >= 1, got {}", *s.num_concurrent_instances));
+  if (s.run_every_ms && *s.run_every_ms <= 0)
+    step_error(path, fmt::format("run_every_ms must be > 0, got {}", *s.run_every_ms));
+  if (s.report_net) {
+    if (!s.report_interval) step_error(path, "A report_interval must be provided if report_net is set.");
+    if (*s.report_interval <= 0) step_error(path, fmt::format("report_interval must be > 0, got {}", *s.report_interval));
+    if (!nets.count(*s.report_net))
+      step_error(path, fmt::format("ExecutionStep {} uses undefined report net {}", s.name, *s.report_net));
+  }
+  for (std::size_t i = 0; i < s.substep.size(); ++i)
+    check_step(s.substep[i], nets, fmt::format("{}.substep[{}] \"{}\"", path, i, s.substep[i].name), depth + 1);
+}
+
+}  // namespace
+
+void check_plan(const PlanDef& plan) {
+  std::set<std::string> names;
+  const auto& reg = OperatorRegistry::global();
+  for (std::size_t n = 0; n < plan.network.size(); ++n) {
+    const NetDef& net = plan.network[n];
+    if (net.name.empty()) throw InvalidInput(fmt::format("network[{}]: a net needs a name", n));
+    if (!names.insert(net.name).second)
+      throw InvalidInput(fmt::format(
+          "Your plan contains networks of the same name \"{}\", which should not happen. Check your plan to see "
+          "if you made a programming error in creating the plan.",
+          net.name));
+    for (std::size_t i = 0; i < net.op.size(); ++i) {
+      try {
+        reg.validate(net.op[i]);
+      } catch (Error& e) {
+        e.add_context(OperatorBase::describe(net.op[i], static_cast<int>(i)));
+        e.add_context(fmt::format("network[{}] \"{}\"", n, net.name));
+        throw;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < plan.execution_step.size(); ++i)
+    check_step(plan.execution_step[i], names,
+               fmt::format("execution_step[{}] \"{}\"", i, plan.execution_step[i].name), 0);
+}
+
+}  // namespace moka
