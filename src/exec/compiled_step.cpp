@@ -120,7 +120,7 @@ std::exception_ptr CompiledStep::first_exception() const {
 }
 
 void CompiledStep::cancel() {
-  cancelled.store(true);
+  if (cancelled.exchange(true)) return;  // once: operators count and react to every cancel()
   for (auto& w : reporters) w->cancel();
   for (auto& w : recurring) w->cancel();
   for (Net* n : nets) n->cancel();

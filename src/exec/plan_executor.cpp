@@ -58,7 +58,7 @@ bool run_job(CompiledStep& c, std::size_t id) {
 }
 
 // §3.7.1: one iteration of a concurrent step — every recurring substep (times
-// num_concurrent_instances) at once; the calling thread runs the first job itself.
+// num_concurrent_instances) at once on pool workers, this thread waiting.
 void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   const std::size_t n = c->recurring.size();
   const std::size_t instances = static_cast<std::size_t>(std::max(1, c->step.num_concurrent_instances.value_or(1)));
@@ -66,9 +66,10 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   if (jobs == 0) return;
   auto block = std::make_shared<Block>(jobs);
   auto& pool = WorkerPool::global();
-  for (std::size_t j = 1; j < jobs; ++j)
+  // Every job goes to the pool, none to this thread: a job stuck in an operator that ignores
+  // cancellation must not keep this thread from reporting the error after the timeout.
+  for (std::size_t j = 0; j < jobs; ++j)
     pool.submit([c, block, j, n] { block->finish(run_job(*c, j % n)); });
-  block->finish(run_job(*c, 0));
 
   std::unique_lock lk(block->mu);
   block->cv.wait(lk, [&] { return block->remaining == 0 || block->failed || c->got_failure.load(); });
