@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "moka/core/error.h"
 
@@ -24,13 +26,28 @@ std::string demangle(const char* mangled) {
 }
 
 void throw_blob_type(const TypeInfo* have, const TypeInfo& want) {
-  if (!have) throw TypeError(fmt::format("blob is empty, expected {}", want.name));
-  throw TypeError(fmt::format("blob holds {}, expected {}", have->name, want.name));
+  if (!have) throw TypeError(fmt::format("blob is empty, expected {}", want.name()));
+  throw TypeError(fmt::format("blob holds {}, expected {}", have->name(), want.name()));
 }
 }  // namespace detail
 
+std::string_view TypeInfo::name() const {
+  // Demangled once per type; only messages need names, so a lock here costs nothing that matters.
+  static std::mutex mu;
+  static auto* names = new std::map<const TypeInfo*, std::string>();
+  std::lock_guard lk(mu);
+  auto it = names->find(this);
+  if (it == names->end()) it = names->emplace(this, detail::demangle(cpp_type().name())).first;
+  return it->second;
+}
+
 std::string_view Blob::type_name() const noexcept {
-  return type_ ? std::string_view(type_->name) : std::string_view("nothing");
+  if (!type_) return "nothing";
+  try {
+    return type_->name();
+  } catch (...) {
+    return "?";
+  }
 }
 
 }  // namespace moka

@@ -69,7 +69,11 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   // Every job goes to the pool, none to this thread: a job stuck in an operator that ignores
   // cancellation must not keep this thread from reporting the error after the timeout.
   for (std::size_t j = 0; j < jobs; ++j)
-    pool.submit([c, block, j, n] { block->finish(run_job(*c, j % n)); });
+    pool.submit([step = c, block, j, n]() mutable {
+      const bool ok = run_job(*step, j % n);
+      step.reset();  // drop our reference first, so the last one (and a stored exception) dies in the waiter
+      block->finish(ok);
+    });
 
   std::unique_lock lk(block->mu);
   block->cv.wait(lk, [&] { return block->remaining == 0 || block->failed || c->got_failure.load(); });

@@ -34,7 +34,7 @@ void OperatorBase::throw_input_not_tensor(std::size_t i) const {
 
 void OperatorBase::throw_input_type(std::size_t i, const TypeInfo& want) const {
   const Blob& b = *inputs_[i];
-  throw TypeError(fmt::format("input {} (\"{}\") holds {}, expected {}", i, def_.input[i], b.type_name(), want.name));
+  throw TypeError(fmt::format("input {} (\"{}\") holds {}, expected {}", i, def_.input[i], b.type_name(), want.name()));
 }
 
 }  // namespace moka

@@ -11,24 +11,35 @@
 
 namespace moka {
 
-/// Identity and readable name of a C++ type held by a Blob.
+/// Identity of a C++ type held by a Blob. One constant object per type (type_info_v<T>), so
+/// type checks are a pointer comparison against a link-time constant.
 struct TypeInfo {
-  std::string name;
   void (*destroy)(void*);
+  const std::type_info& (*cpp_type)();
+  /// Readable name: the demangled C++ name, without "moka::" for moka's own types.
+  std::string_view name() const;
 };
 
 namespace detail {
 std::string demangle(const char* mangled);
 [[noreturn]] void throw_blob_type(const TypeInfo* have, const TypeInfo& want);
+template <class T>
+void destroy_object(void* p) {
+  delete static_cast<T*>(p);
+}
+template <class T>
+const std::type_info& cpp_type_of() {
+  return typeid(T);
+}
 }  // namespace detail
 
-/// @brief The TypeInfo of T; one object per type, so pointers compare for identity.
-/// Its name is the demangled C++ name ("moka::Tensor" prints as "Tensor").
 template <class T>
-const TypeInfo& type_info_of() {
-  static const TypeInfo info{detail::demangle(typeid(T).name()),
-                             [](void* p) { delete static_cast<T*>(p); }};
-  return info;
+inline constexpr TypeInfo type_info_v{&detail::destroy_object<T>, &detail::cpp_type_of<T>};
+
+/// @brief The TypeInfo of T; one object per type, so pointers compare for identity.
+template <class T>
+constexpr const TypeInfo& type_info_of() {
+  return type_info_v<T>;
 }
 
 /// @brief Holds at most one object of any type, owning it.
