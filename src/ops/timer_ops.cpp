@@ -1,5 +1,165 @@
-// timer operators (placeholder until implemented).
+// Timer operators (Caffe2 stats_ops, §19): TimerBegin, TimerEnd, TimerGet, TimerGetAndEnd, and moka::Timer itself.
+#include <fmt/format.h>
+
+#include "moka/core/error.h"
+#include "moka/ops/registry.h"
+#include "moka/ops/stats.h"
+#include "moka/ops/timer.h"
 #include "ops/builtin.h"
-namespace moka::detail {
-void register_timer_ops(OperatorRegistry&) {}
-}  // namespace moka::detail
+
+namespace moka {
+
+Timer::Timer(std::string counter_name)
+    : counter_name_(std::move(counter_name)),
+      total_ns_(StatRegistry::global().stat(counter_name_)),
+      count_(StatRegistry::global().stat(counter_name_ + "/count")) {}
+
+void Timer::begin() {
+  std::lock_guard lk(mu_);
+  if (running_) throw RuntimeError("Called TimerBegin on an already running timer.");
+  running_ = true;
+  start_ = Clock::now();
+}
+
+int64_t Timer::stop_locked() {
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+  running_ = false;
+  total_ns_.fetch_add(ns);
+  count_.fetch_add(1);
+  return ns;
+}
+
+int64_t Timer::end() {
+  std::lock_guard lk(mu_);
+  if (!running_) throw RuntimeError("Called TimerEnd on a stopped timer.");
+  return stop_locked();
+}
+
+int64_t Timer::get_ns() const {
+  std::lock_guard lk(mu_);
+  if (!running_) throw RuntimeError("Called TimerGet on a stopped timer.");
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+}
+
+int64_t Timer::get_and_end() {
+  std::lock_guard lk(mu_);
+  if (!running_) throw RuntimeError("Called TimerGet on a stopped timer.");
+  return stop_locked();
+}
+
+bool Timer::running() const {
+  std::lock_guard lk(mu_);
+  return running_;
+}
+
+namespace {
+
+// Adds the operator and blob to a Timer's error, keeping its type.
+template <class F>
+auto with_context(const OperatorBase& op, const std::string& blob, F&& f) {
+  try {
+    return f();
+  } catch (RuntimeError& e) {
+    throw RuntimeError(fmt::format("{} (timer \"{}\"): {}", op.type(), blob, e.message()));
+  }
+}
+
+class TimerBeginOp final : public OperatorBase {
+ public:
+  TimerBeginOp(const OperatorDef& def, Workspace* ws)
+      : OperatorBase(def, ws), counter_name_(args().get_string("counter_name", output_name(0))) {}
+  bool run() override {
+    // The blob owns the timer; reuse it when it is ours (so a running one is reported), else replace.
+    Blob& b = output_blob(0);
+    Timer* t = b.is_type<Timer>() ? &b.get_checked_mutable<Timer>() : nullptr;
+    if (t == nullptr || t->counter_name() != counter_name_) t = &b.emplace<Timer>(counter_name_);
+    with_context(*this, output_name(0), [&] {
+      t->begin();
+      return 0;
+    });
+    return true;
+  }
+
+ private:
+  std::string counter_name_;
+};
+
+class TimerEndOp final : public OperatorBase {
+ public:
+  using OperatorBase::OperatorBase;
+  bool run() override {
+    Timer& t = input_object<Timer>(0);
+    with_context(*this, input_name(0), [&] { return t.end(); });
+    return true;
+  }
+};
+
+class TimerGetOp final : public OperatorBase {
+ public:
+  using OperatorBase::OperatorBase;
+  bool run() override {
+    Timer& t = input_object<Timer>(0);
+    const int64_t ns = with_context(*this, input_name(0), [&] { return t.get_ns(); });
+    Tensor& out = output(0);
+    out.resize(DType::Int64, {});
+    out.mutable_data<int64_t>()[0] = ns;
+    return true;
+  }
+};
+
+class TimerGetAndEndOp final : public OperatorBase {
+ public:
+  using OperatorBase::OperatorBase;
+  bool run() override {
+    Timer& t = input_object<Timer>(0);
+    const int64_t ns = with_context(*this, input_name(0), [&] { return t.get_and_end(); });
+    Tensor& out = output(0);
+    out.resize(DType::Int64, {1});
+    out.mutable_data<int64_t>()[0] = ns;
+    return true;
+  }
+};
+
+template <class Op>
+OperatorFactory factory() {
+  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(d, ws); };
+}
+
+}  // namespace
+
+namespace detail {
+
+void register_timer_ops(OperatorRegistry& reg) {
+  reg.add(OpSchema("TimerBegin")
+              .inputs(0)
+              .outputs(1)
+              .arg("counter_name", ArgType::String, "stat key the elapsed time is published under",
+                   "the output blob's name")
+              .doc("Starts a timer held by the output blob (creating it, or replacing a timer with another "
+                   "counter_name). The blob owns the timer, so it outlives the net. Fails with \"Called TimerBegin "
+                   "on an already running timer.\" when the timer is running."),
+          factory<TimerBeginOp>());
+  reg.add(OpSchema("TimerEnd")
+              .inputs(1)
+              .outputs(0)
+              .doc("Stops the timer in input 0 and publishes the elapsed nanoseconds to the stat registry: "
+                   "<counter_name> += ns, <counter_name>/count += 1. Fails with \"Called TimerEnd on a stopped "
+                   "timer.\" when it is not running."),
+          factory<TimerEndOp>());
+  reg.add(OpSchema("TimerGet")
+              .inputs(1)
+              .outputs(1)
+              .doc("Writes the nanoseconds elapsed since the timer in input 0 began, as an int64 scalar (shape []). "
+                   "The timer keeps running. Fails with \"Called TimerGet on a stopped timer.\" when it is not running."),
+          factory<TimerGetOp>());
+  reg.add(OpSchema("TimerGetAndEnd")
+              .inputs(1)
+              .outputs(1)
+              .doc("Stops the timer in input 0 (publishing as TimerEnd does) and writes the elapsed nanoseconds as "
+                   "an int64 tensor of shape [1]. Fails with \"Called TimerGet on a stopped timer.\" when it is not "
+                   "running."),
+          factory<TimerGetAndEndOp>());
+}
+
+}  // namespace detail
+}  // namespace moka

@@ -1,0 +1,63 @@
+// Unit tests of moka::StatRegistry.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <thread>
+
+#include "moka/ops/stats.h"
+
+namespace moka {
+namespace {
+
+TEST(StatRegistry, AddSetGet) {
+  StatRegistry r;
+  EXPECT_FALSE(r.has("a"));
+  EXPECT_EQ(r.get("a"), 0);
+  EXPECT_EQ(r.add("a", 5), 5);
+  EXPECT_EQ(r.add("a", -2), 3);
+  r.set("b", 7);
+  EXPECT_TRUE(r.has("a"));
+  EXPECT_EQ(r.get("b"), 7);
+  r.set("max", std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(r.add("max", 1), std::numeric_limits<int64_t>::min());  // wraps, no UB
+}
+
+TEST(StatRegistry, ExportIsSortedAndResets) {
+  StatRegistry r;
+  r.set("z", 1);
+  r.set("a", 2);
+  r.set("m", 3);
+  using E = StatRegistry::Entry;
+  EXPECT_EQ(r.export_all(false), (std::vector<E>{{"a", 2}, {"m", 3}, {"z", 1}}));
+  EXPECT_EQ(r.export_all(true), (std::vector<E>{{"a", 2}, {"m", 3}, {"z", 1}}));
+  EXPECT_EQ(r.export_all(false), (std::vector<E>{{"a", 0}, {"m", 0}, {"z", 0}}));
+}
+
+TEST(StatRegistry, StatCellIsStable) {
+  StatRegistry r;
+  std::atomic<int64_t>& cell = r.stat("k");
+  for (int i = 0; i < 100; ++i) r.set("k" + std::to_string(i), i);
+  EXPECT_EQ(&r.stat("k"), &cell);
+  cell.fetch_add(4);
+  EXPECT_EQ(r.get("k"), 4);
+}
+
+TEST(StatRegistry, ConcurrentAdds) {
+  StatRegistry r;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 1000; ++i) {
+        r.add("shared", 1);
+        r.add("own" + std::to_string(t), 1);
+        if (i % 100 == 0) (void)r.export_all(false);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(r.get("shared"), 4000);
+  EXPECT_EQ(r.get("own3"), 1000);
+  EXPECT_EQ(&StatRegistry::global(), &StatRegistry::global());
+}
+
+}  // namespace
+}  // namespace moka

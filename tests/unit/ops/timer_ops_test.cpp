@@ -1,0 +1,102 @@
+// Unit tests of the timer operators and moka::Timer.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "moka/ops/stats.h"
+#include "moka/ops/timer.h"
+#include "ops_test_util.h"
+
+namespace moka {
+namespace {
+
+using test::create_op;
+using test::expect_error;
+using test::fetch;
+using test::run_op;
+
+TEST(TimerOps, BeginGetEnd) {
+  Workspace ws;
+  run_op(ws, "TimerBegin", {}, {"timer_ops_test/t"});
+  const Timer& t = ws.blob("timer_ops_test/t").get<Timer>();
+  EXPECT_TRUE(t.running());
+  EXPECT_EQ(t.counter_name(), "timer_ops_test/t");  // default: the output blob's name
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  run_op(ws, "TimerGet", {"timer_ops_test/t"}, {"ns"});
+  const Tensor& ns = fetch(ws, "ns");
+  EXPECT_EQ(ns.dtype(), DType::Int64);
+  EXPECT_EQ(ns.shape(), std::vector<int64_t>{});
+  EXPECT_GE(ns.item<int64_t>(), 2'000'000);
+  const int64_t count_before = StatRegistry::global().get("timer_ops_test/t/count");
+  const int64_t total_before = StatRegistry::global().get("timer_ops_test/t");
+  run_op(ws, "TimerEnd", {"timer_ops_test/t"}, {});
+  EXPECT_FALSE(t.running());
+  EXPECT_EQ(StatRegistry::global().get("timer_ops_test/t/count"), count_before + 1);
+  EXPECT_GE(StatRegistry::global().get("timer_ops_test/t") - total_before, 2'000'000);
+}
+
+TEST(TimerOps, CounterNameArgumentAndGetAndEnd) {
+  Workspace ws;
+  run_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/named")});
+  EXPECT_EQ(ws.blob("t").get<Timer>().counter_name(), "timer_ops_test/named");
+  const int64_t count_before = StatRegistry::global().get("timer_ops_test/named/count");
+  run_op(ws, "TimerGetAndEnd", {"t"}, {"ns"});
+  EXPECT_EQ(fetch(ws, "ns").shape(), std::vector<int64_t>{1});
+  EXPECT_GE(fetch(ws, "ns").item<int64_t>(), 0);
+  EXPECT_FALSE(ws.blob("t").get<Timer>().running());
+  EXPECT_EQ(StatRegistry::global().get("timer_ops_test/named/count"), count_before + 1);
+  // Restartable.
+  run_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/named")});
+  EXPECT_TRUE(ws.blob("t").get<Timer>().running());
+}
+
+TEST(TimerOps, MisuseIsRuntimeError) {
+  Workspace ws;
+  auto begin = create_op(ws, "TimerBegin", {}, {"t"});
+  ASSERT_TRUE(begin->run());
+  expect_error<RuntimeError>([&] { begin->run(); },
+                             {"TimerBegin", "\"t\"", "Called TimerBegin on an already running timer."});
+  run_op(ws, "TimerEnd", {"t"}, {});
+  expect_error<RuntimeError>([&] { run_op(ws, "TimerEnd", {"t"}, {}); },
+                             {"TimerEnd", "\"t\"", "Called TimerEnd on a stopped timer."});
+  expect_error<RuntimeError>([&] { run_op(ws, "TimerGet", {"t"}, {"ns"}); },
+                             {"TimerGet", "Called TimerGet on a stopped timer."});
+  expect_error<RuntimeError>([&] { run_op(ws, "TimerGetAndEnd", {"t"}, {"ns"}); },
+                             {"TimerGetAndEnd", "Called TimerGet on a stopped timer."});
+}
+
+TEST(TimerOps, WrongBlobAndArity) {
+  Workspace ws;
+  ws.create_blob("x")->get_mutable<Tensor>() = Tensor::scalar<int64_t>(1);
+  expect_error<TypeError>([&] { run_op(ws, "TimerEnd", {"x"}, {}); }, {"\"x\"", "Timer"});
+  expect_error<TypeError>([&] { run_op(ws, "TimerGet", {"x"}, {"ns"}); }, {"\"x\"", "Timer"});
+  expect_error<InvalidInput>([&] { create_op(ws, "TimerBegin", {"x"}, {"t"}); }, {"TimerBegin", "0 input"});
+  expect_error<InvalidInput>([&] { create_op(ws, "TimerEnd", {"x"}, {"o"}); }, {"TimerEnd", "0 output"});
+  expect_error<InvalidInput>([&] { create_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", 3)}); },
+                             {"\"counter_name\""});
+}
+
+TEST(TimerOps, TimerOutlivesTheOperatorThatMadeIt) {
+  Workspace ws;
+  {
+    auto begin = create_op(ws, "TimerBegin", {}, {"t"});
+    ASSERT_TRUE(begin->run());
+  }  // operator destroyed; the blob still owns a valid timer
+  run_op(ws, "TimerGet", {"t"}, {"ns"});
+  run_op(ws, "TimerEnd", {"t"}, {});
+  EXPECT_FALSE(ws.blob("t").get<Timer>().running());
+}
+
+TEST(TimerOps, TimerClass) {
+  Timer t("timer_ops_test/class");
+  EXPECT_FALSE(t.running());
+  t.begin();
+  EXPECT_GE(t.get_ns(), 0);
+  EXPECT_GE(t.end(), 0);
+  EXPECT_THROW(t.end(), RuntimeError);
+  EXPECT_THROW(t.get_ns(), RuntimeError);
+}
+
+}  // namespace
+}  // namespace moka
