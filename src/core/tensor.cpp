@@ -79,9 +79,9 @@ void Tensor::resize(DType dtype, std::span<const int64_t> shape) {
     if (dtype_ != DType::String) bytes_.clear();
     strings_.resize(static_cast<std::size_t>(n));
   } else {
+    if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)))
+      throw InvalidInput(fmt::format("shape {} of {} is too large", shape_string(shape), dtype_name(dtype)));
     const std::size_t need = static_cast<std::size_t>(n) * dtype_size(dtype);
-    if (need > static_cast<std::size_t>(std::numeric_limits<int64_t>::max()))
-      throw InvalidInput(fmt::format("shape {} is too large", shape_string(shape)));
     if (bytes_.size() < need) bytes_.resize(need);
     if (!strings_.empty()) strings_.clear();
   }

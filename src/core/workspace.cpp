@@ -43,12 +43,9 @@ Workspace::~Workspace() {
 }
 
 void Workspace::for_each(const std::function<void(Workspace*)>& f) {
-  std::vector<Workspace*> copy;
-  {
-    std::lock_guard lk(live_mutex());
-    copy = live_workspaces();
-  }
-  for (auto* ws : copy) f(ws);
+  // Held while f runs, as in Caffe2: no workspace can be destroyed under f's feet.
+  std::lock_guard lk(live_mutex());
+  for (auto* ws : live_workspaces()) f(ws);
 }
 
 Blob* Workspace::find_local(std::string_view name) const {
@@ -96,9 +93,11 @@ bool Workspace::remove_blob(std::string_view name) {
 
 void Workspace::rename_blob(std::string_view from, std::string_view to) {
   if (from == to) return;
-  if (has_blob(to))
-    throw InvalidInput(fmt::format("cannot rename blob \"{}\" to \"{}\": \"{}\" already exists", from, to, to));
   std::unique_lock lk(mu_);
+  // Checked under the lock so no other thread can create `to` in between (locks are only ever
+  // taken child before parent, so asking the parent here cannot deadlock).
+  if (find_local(to) || forwarded_.count(to) || (parent_ && parent_->has_blob(to)))
+    throw InvalidInput(fmt::format("cannot rename blob \"{}\" to \"{}\": \"{}\" already exists", from, to, to));
   auto it = blobs_.find(from);
   if (it == blobs_.end()) throw NotFound(fmt::format("Blob {} is not in the local blob list", from));
   auto owned = std::move(it->second);
@@ -132,19 +131,21 @@ std::vector<std::string> Workspace::blobs() const {
 
 void Workspace::add_blob_mapping(Workspace* parent, const ForwardMap& forwarded) {
   if (!parent) throw InvalidInput("add_blob_mapping: parent workspace is null");
+  for (const Workspace* w = parent; w; w = w->parent_)
+    if (w == this) throw InvalidInput("add_blob_mapping: a workspace cannot forward blobs of itself or its children");
   for (const auto& [local, remote] : forwarded)
     if (!parent->has_blob(remote))
       throw NotFound(fmt::format("Invalid parent workspace blob: {}", remote));
   std::unique_lock lk(mu_);
-  for (const auto& [local, remote] : forwarded) {
+  for (const auto& [local, remote] : forwarded)  // all checked before any is added
     if (blobs_.count(local))
       throw InvalidInput(fmt::format("cannot forward \"{}\": a local blob of that name exists", local));
-    forwarded_[local] = Forward{parent, remote};
-  }
+  for (const auto& [local, remote] : forwarded) forwarded_[local] = Forward{parent, remote};
 }
 
 NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
   if (!net) throw InvalidInput("add_net: net is null");
+  std::unique_ptr<NetBase> replaced;  // destroyed after the lock is released
   std::unique_lock lk(mu_);
   auto it = nets_.find(net->name());
   if (it != nets_.end()) {
@@ -153,6 +154,7 @@ NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
           "I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you "
           "explicitly specify overwrite=true.",
           net->name()));
+    replaced = std::move(it->second);
     it->second = std::move(net);
     return it->second.get();
   }

@@ -82,7 +82,8 @@ class Workspace {
   const std::string& root_folder() const noexcept { return root_folder_; }
   void set_root_folder(std::string folder) { root_folder_ = std::move(folder); }
 
-  /// Calls f on every live workspace of the process (Caffe2 Workspace::ForEach).
+  /// Calls f on every live workspace of the process (Caffe2 Workspace::ForEach). A process-wide
+  /// lock is held meanwhile, so f must not create or destroy workspaces.
   static void for_each(const std::function<void(Workspace*)>& f);
 
  private:
