@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <exception>
 
 #include "exec/compiled_step.h"
@@ -30,19 +32,24 @@ std::string exception_text(const std::exception_ptr& e) {
 void execute(StepWrapper& w);
 
 // Completion of one concurrent iteration: counts finished jobs and wakes the waiting thread on
-// completion or on the first failure.
+// completion or on the first failure. The waiter polls briefly before sleeping, since jobs of
+// one Add finish in microseconds.
 struct Block {
   explicit Block(std::size_t jobs) : remaining(jobs) {}
   std::mutex mu;
   std::condition_variable cv;
-  std::size_t remaining;
-  bool failed = false;
+  std::atomic<std::size_t> remaining;
+  std::atomic<bool> failed{false};
 
   void finish(bool ok) {
-    std::lock_guard lk(mu);
-    --remaining;
-    failed = failed || !ok;
-    if (remaining == 0 || !ok) cv.notify_all();
+    if (!ok) failed.store(true);
+    if (remaining.fetch_sub(1) == 1 || !ok) {
+      std::lock_guard lk(mu);
+      cv.notify_all();
+    }
+  }
+  bool settled(const CompiledStep& c) const {
+    return remaining.load() == 0 || failed.load() || c.got_failure.load();
   }
 };
 
@@ -75,11 +82,16 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
       block->finish(ok);
     });
 
+  const auto spin_deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  for (int i = 0; !block->settled(*c); ++i) {
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= spin_deadline) break;
+    std::this_thread::yield();
+  }
   std::unique_lock lk(block->mu);
-  block->cv.wait(lk, [&] { return block->remaining == 0 || block->failed || c->got_failure.load(); });
-  if (block->remaining != 0) {
+  block->cv.wait(lk, [&] { return block->settled(*c); });
+  if (block->remaining.load() != 0) {
     // A failure: siblings were cancelled; give the ones blocked in operators time to return.
-    const bool stopped = block->cv.wait_for(lk, c->ctx.options.exception_timeout, [&] { return block->remaining == 0; });
+    const bool stopped = block->cv.wait_for(lk, c->ctx.options.exception_timeout, [&] { return block->remaining.load() == 0; });
     if (!stopped) {
       c->ctx.abandoned.store(true);
       keep_forever(c);

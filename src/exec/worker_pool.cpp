@@ -8,6 +8,16 @@ namespace moka::detail {
 
 namespace {
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+}
+
+static bool spin_until(const std::atomic<std::size_t>& pending) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (pending.load(std::memory_order_acquire) != 0) return true;
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
 }
 
 WorkerPool& WorkerPool::global() {
@@ -20,10 +30,12 @@ void WorkerPool::submit(std::function<void()> job) {
   {
     std::lock_guard lk(mu_);
     queue_.push_back(std::move(job));
-    // Every queued job needs its own worker now: idle workers that were already notified but
-    // have not woken up yet are still counted in idle_, and each takes exactly one job.
-    if (idle_ >= queue_.size()) {
-      cv_.notify_one();
+    pending_.store(queue_.size(), std::memory_order_release);
+    // Every queued job needs its own worker now. Spinning workers take one job each without a
+    // wake-up; sleeping ones that were notified but have not woken yet are still counted in
+    // idle_, and each of them takes exactly one job too.
+    if (spinning_ + idle_ >= queue_.size()) {
+      if (queue_.size() > spinning_) cv_.notify_one();
     } else {
       spawn = true;
       ++threads_;
@@ -36,6 +48,13 @@ void WorkerPool::worker_loop() {
   std::unique_lock lk(mu_);
   for (;;) {
     if (queue_.empty()) {
+      ++spinning_;
+      lk.unlock();
+      spin_until(pending_);
+      lk.lock();
+      --spinning_;
+    }
+    if (queue_.empty()) {
       ++idle_;
       const bool got = cv_.wait_for(lk, kIdleTimeout, [this] { return !queue_.empty(); });
       --idle_;
@@ -46,6 +65,7 @@ void WorkerPool::worker_loop() {
     }
     std::function<void()> job = std::move(queue_.front());
     queue_.pop_front();
+    pending_.store(queue_.size(), std::memory_order_release);
     lk.unlock();
     job();
     job = nullptr;  // destroy captures outside the lock

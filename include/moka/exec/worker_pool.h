@@ -1,6 +1,7 @@
 // WorkerPool: persistent threads for concurrent substeps, task instances and reporters; grows when all are busy.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -13,8 +14,10 @@ namespace moka::detail {
 ///
 /// submit() hands the job to an idle worker, or starts a new thread when none is idle, so a job
 /// that blocks (a queue wait, a reporter sleeping between runs) never starves its siblings —
-/// Caffe2 gave each substep its own thread and pipelines rely on that. Idle workers sleep on a
-/// condition variable and exit after `idle_timeout` without work. Threads are created per
+/// Caffe2 gave each substep its own thread and pipelines rely on that. A worker that finishes a
+/// job first polls for new work for a few tens of microseconds (yielding the CPU between polls:
+/// iterative plans hand out the next iteration's jobs within microseconds, and a futex wake-up
+/// costs more than that), then sleeps on a condition variable; it exits after 30 s without work. Threads are created per
 /// *concurrency*, not per iteration: a plan that runs 8 concurrent substeps 10^4 times reuses
 /// the same 7 workers.
 /// Thread-safety: all methods may be called from any thread.
@@ -35,7 +38,9 @@ class WorkerPool {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  std::size_t idle_ = 0;
+  std::atomic<std::size_t> pending_{0};  // == queue_.size(), readable without the lock
+  std::size_t idle_ = 0;                 // workers asleep on cv_
+  std::size_t spinning_ = 0;             // workers polling pending_
   std::size_t threads_ = 0;
 };
 
