@@ -1,0 +1,79 @@
+# Makefile: one-word entry points (demo, test, build, asan, tsan, bench, fuzz, clean) over the CMake presets.
+# Variables: JOBS (parallel jobs, default nproc), FUZZ_SECONDS (default 600),
+# BUILD_ROOT (where preset build trees go, default build; build/<preset> matches CMakePresets.json),
+# CMAKE_ARGS (extra configure arguments, e.g. CMAKE_ARGS=-DMOKA_BUILD_BENCH=OFF).
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 600
+BUILD_ROOT ?= build
+DEMO_PLAN ?= examples/plans/demo.json
+DEMO_FETCH ?= total,count
+FUZZ_CORPUS ?= tests/fuzz/corpus/plan_json
+CMAKE_ARGS ?=
+
+RELEASE_DIR := $(BUILD_ROOT)/release
+FUZZ_DIR := $(BUILD_ROOT)/fuzz
+
+# configure(preset): configure the preset into $(BUILD_ROOT)/<preset>.
+configure = cmake --preset $(1) -B $(BUILD_ROOT)/$(1) $(CMAKE_ARGS)
+# build(preset[, target]): build it (all targets unless one is named).
+build_preset = cmake --build $(BUILD_ROOT)/$(1) -j $(JOBS) $(if $(2),--target $(2))
+# test(preset): run its test preset (sanitizer environments come from CMakePresets.json).
+test_preset = ctest --preset $(1) --test-dir $(BUILD_ROOT)/$(1) -j $(JOBS)
+
+.PHONY: all help bootstrap demo build test asan tsan bench fuzz clean
+
+all: build
+
+help:
+	@echo "make demo    install packages, build the CLI, run $(DEMO_PLAN)"
+	@echo "make test    install packages, release build, run the test suite"
+	@echo "make build   release build only"
+	@echo "make asan    AddressSanitizer+UBSan build and tests"
+	@echo "make tsan    ThreadSanitizer build and tests"
+	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/"
+	@echo "make fuzz    libFuzzer build, then the plan JSON fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
+	@echo "make clean   remove the preset build trees"
+
+bootstrap:
+	bash scripts/bootstrap
+
+demo: bootstrap
+	$(call configure,release)
+	$(call build_preset,release,moka_cli)
+	$(RELEASE_DIR)/moka run $(DEMO_PLAN) --fetch $(DEMO_FETCH)
+
+build: bootstrap
+	$(call configure,release)
+	$(call build_preset,release)
+
+test: build
+	$(call test_preset,release)
+
+asan: bootstrap
+	$(call configure,asan)
+	$(call build_preset,asan)
+	$(call test_preset,asan)
+
+tsan: bootstrap
+	$(call configure,tsan)
+	$(call build_preset,tsan)
+	$(call test_preset,tsan)
+
+bench: build
+	@set -e; found=0; \
+	for b in $$(find $(RELEASE_DIR)/bench -maxdepth 2 -type f -executable 2>/dev/null | grep -v CMakeFiles | sort); do \
+	  found=1; echo "== $$b"; "$$b"; \
+	done; \
+	if [ $$found = 0 ]; then echo "no benchmark binaries in $(RELEASE_DIR)/bench/"; fi
+
+# New fuzz inputs go to the scratch corpus (first directory); the checked-in corpus only seeds it.
+fuzz: bootstrap
+	$(call configure,fuzz)
+	$(call build_preset,fuzz)
+	mkdir -p $(FUZZ_DIR)/corpus/plan_json $(FUZZ_DIR)/artifacts
+	$(FUZZ_DIR)/tests/fuzz/moka_fuzz_plan_json -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/plan_json $(FUZZ_CORPUS)
+
+clean:
+	rm -rf $(addprefix $(BUILD_ROOT)/,dev release ci asan tsan fuzz)
