@@ -6,7 +6,9 @@
 #include <atomic>
 #include <csignal>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "moka/moka.h"
@@ -16,23 +18,50 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) { g_interrupted.store(true); }
 
-nlohmann::json number_json(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
+// Output keeps the --fetch order and prints each blob's fields as dtype, shape, data.
+using Json = nlohmann::ordered_json;
+
+// Longest --exception-timeout accepted: larger values would overflow the millisecond count.
+constexpr double kMaxExceptionTimeoutS = 1e9;
+
+// Error messages go to stderr as exactly one line, even when they quote a name holding a newline.
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
-nlohmann::json blob_json(const moka::Blob& blob) {
+// JSON has no literal for non-finite numbers; they print as the strings the plan format reads.
+// A float32 prints in its shortest form ("0.1", not 0.10000000149011612), which reads back as the
+// same float32.
+template <typename T>
+Json number_json(T v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  if constexpr (std::is_same_v<T, float>) return std::strtod(fmt::format("{}", v).c_str(), nullptr);
+  return static_cast<double>(v);
+}
+
+Json blob_json(const moka::Blob& blob) {
   const moka::Tensor* t = blob.tensor_or_null();
   if (!t || !t->defined()) {
-    return nlohmann::json{{"type", blob.is_initialized() ? std::string(blob.type_name()) : "nothing"}};
+    return Json{{"type", blob.is_initialized() ? std::string(blob.type_name()) : "nothing"}};
   }
-  nlohmann::json data = nlohmann::json::array();
+  Json data = Json::array();
   moka::visit_dtype(t->dtype(), [&](auto tag) {
     using T = decltype(tag);
     for (const auto& v : t->values<T>()) {
       if constexpr (std::is_floating_point_v<T>) {
-        data.push_back(number_json(static_cast<double>(v)));
+        data.push_back(number_json(v));
       } else if constexpr (std::is_same_v<T, bool>) {
         data.push_back(static_cast<bool>(v));
       } else if constexpr (std::is_same_v<T, std::string>) {
@@ -42,7 +71,7 @@ nlohmann::json blob_json(const moka::Blob& blob) {
       }
     }
   });
-  return nlohmann::json{{"dtype", std::string(moka::dtype_name(t->dtype()))}, {"shape", t->shape()}, {"data", data}};
+  return Json{{"dtype", std::string(moka::dtype_name(t->dtype()))}, {"shape", t->shape()}, {"data", data}};
 }
 
 std::vector<std::string> split_names(const std::vector<std::string>& lists) {
@@ -76,7 +105,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists
     std::cerr << "moka: interrupted\n";
     return 130;
   }
-  nlohmann::json out = nlohmann::json::object();
+  Json out = Json::object();
   for (const auto& name : fetch) {
     const moka::Blob* b = ws.get_blob(name);
     if (!b) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist after the run", name));
@@ -112,6 +141,13 @@ int main(int argc, char** argv) {
   CLI::App app{"moka: a runtime for dataflow jobs (Caffe2's task/job layer in C++)", "moka"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moka 0.1.0");
+  app.footer(
+      "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
+      "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS]\n"
+      "  moka check PLAN.json\n"
+      "  moka ops [TYPE]\n"
+      "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
+      "130 interrupted. Errors are one line on stderr. See docs/cli.md.");
 
   auto* run = app.add_subcommand("run", "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
                                         "the fetched blobs as one JSON object");
@@ -120,9 +156,24 @@ int main(int argc, char** argv) {
   double exception_timeout = 60;
   run->add_option("plan", run_path, "Plan JSON file")->required();
   run->add_option("--fetch", fetch, "Blob names to print after the run, comma-separated (repeatable)");
+  // NaN and values too large for a millisecond count would make the conversion undefined.
+  const CLI::Validator seconds(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !(v >= 0 && v <= kMaxExceptionTimeoutS))
+          return fmt::format("expected a number of seconds from 0 to {:g}, got \"{}\"", kMaxExceptionTimeoutS, text);
+        return {};
+      },
+      "SECONDS");
   run->add_option("--exception-timeout", exception_timeout,
                   "Seconds to wait for concurrent workers to stop after an error (default 60)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds);
+  run->footer(
+      "Output: one JSON object on stdout, one key per fetched blob in --fetch order: "
+      "{\"y\": {\"dtype\": \"int64\", \"shape\": [], \"data\": [5]}}; NaN and infinities print as "
+      "\"NaN\", \"Infinity\", \"-Infinity\"; a blob that holds no tensor prints as {\"type\": NAME}.\n"
+      "Exit codes: 0 success, 1 failure while running (a --fetch name missing after the run included), "
+      "2 invalid input, 130 interrupted (SIGINT/SIGTERM).");
 
   auto* check = app.add_subcommand("check", "Validate a plan without running it (exit 0 if valid, 2 if not)");
   std::string check_path;
@@ -131,6 +182,13 @@ int main(int argc, char** argv) {
   auto* ops = app.add_subcommand("ops", "List every registered operator with its schema");
   std::string op_type;
   ops->add_option("type", op_type, "Show only this operator type");
+
+  // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops") {
+    std::cerr << "moka: unknown subcommand \"" << one_line(argv[1]) << "\" (expected run, check or ops; see moka --help)\n";
+    return 2;
+  }
 
   try {
     app.parse(argc, argv);
@@ -141,7 +199,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "moka: " << e.what() << " (see moka --help)\n";
+    std::cerr << "moka: " << one_line(e.what()) << " (see moka --help)\n";
     return 2;
   }
 
@@ -150,10 +208,13 @@ int main(int argc, char** argv) {
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
   } catch (const moka::InvalidInput& e) {
-    std::cerr << "moka: invalid input: " << e.what() << "\n";
+    std::cerr << "moka: invalid input: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "moka: error: " << e.what() << "\n";
+    std::cerr << "moka: error: " << one_line(e.what()) << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "moka: error: unknown exception\n";
     return 1;
   }
   return 0;

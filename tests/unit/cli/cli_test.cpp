@@ -1,0 +1,520 @@
+// End-to-end tests of the moka command-line tool: runs the built binary as a subprocess (stdout and
+// stderr captured separately, killed after a timeout) and checks its output, error lines and exit codes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr auto kProcessTimeout = std::chrono::seconds(20);
+
+struct CliResult {
+  int code = -1;  // exit status, or 128 + signal number when killed by a signal
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// Options of one subprocess run: interrupt_on_stderr sends SIGINT once the process has written
+// something to stderr (so the signal arrives while the plan runs, after the handler is installed).
+struct RunOpts {
+  bool interrupt_on_stderr = false;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "moka_cli_test_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << "mkdtemp failed";
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Writes text to a file in the test's temporary folder and returns its path.
+  std::string plan_file(const std::string& text, const std::string& name = "plan.json") {
+    const fs::path p = dir_ / name;
+    write_file(p, text);
+    return p.string();
+  }
+
+  CliResult run(const std::vector<std::string>& args, RunOpts opts = {}) {
+    const fs::path out_path = dir_ / fmt_name("stdout");
+    const fs::path err_path = dir_ / fmt_name("stderr");
+    std::vector<std::string> argv_s{MOKA_CLI_PATH};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, MOKA_CLI_PATH, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    CliResult r;
+    if (rc != 0) {
+      ADD_FAILURE() << "posix_spawn(" << MOKA_CLI_PATH << ") failed: " << std::strerror(rc);
+      return r;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
+    bool interrupted = false;
+    int status = 0;
+    while (true) {
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (opts.interrupt_on_stderr && !interrupted && fs::exists(err_path) && fs::file_size(err_path) > 0) {
+        ::kill(pid, SIGINT);
+        interrupted = true;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        r.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
+    r.out = read_file(out_path);
+    r.err = read_file(err_path);
+    EXPECT_FALSE(r.timed_out) << "moka did not finish within " << kProcessTimeout.count() << " s";
+    return r;
+  }
+
+  // Runs `moka run PLAN --fetch FETCH` on plan text; expects success and returns stdout parsed.
+  Json run_ok(const std::string& plan_text, const std::string& fetch) {
+    const CliResult r = run({"run", plan_file(plan_text), "--fetch", fetch});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return parse_stdout(r);
+  }
+
+  static Json parse_stdout(const CliResult& r) {
+    Json j = Json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << "stdout is not JSON: " << r.out;
+    EXPECT_TRUE(!r.out.empty() && r.out.back() == '\n') << "stdout should end with a newline";
+    return j;
+  }
+
+  fs::path dir_;
+
+ private:
+  std::string fmt_name(const char* stem) { return std::string(stem) + std::to_string(counter_++) + ".txt"; }
+  int counter_ = 0;
+};
+
+std::string source_path(const std::string& rel) { return std::string(MOKA_SOURCE_DIR) + "/" + rel; }
+
+// stderr holds exactly one line, and stdout nothing.
+void expect_one_error_line(const CliResult& r) {
+  ASSERT_FALSE(r.err.empty()) << "expected an error line on stderr";
+  EXPECT_EQ(r.err.back(), '\n') << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected exactly one line: " << r.err;
+  EXPECT_EQ(r.out, "") << "nothing should be printed on stdout after an error";
+}
+
+// Expects exit code `code` with one stderr line containing every one of `needles`.
+void expect_error(const CliResult& r, int code, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.code, code) << "stderr: " << r.err << "\nstdout: " << r.out;
+  expect_one_error_line(r);
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "\"" << n << "\" not in: " << r.err;
+}
+
+Json tensor(const std::string& dtype, Json shape, Json data) {
+  return Json{{"dtype", dtype}, {"shape", std::move(shape)}, {"data", std::move(data)}};
+}
+
+// A plan with one net "n" of the given operators (a JSON array) run once.
+std::string one_net_plan(const std::string& ops) {
+  return R"({"network": [{"name": "n", "op": )" + ops + R"(}], "execution_step": [{"name": "s", "network": ["n"]}]})";
+}
+
+const std::string kFills = one_net_plan(R"([
+  {"type": "ConstantFill", "output": ["y"],
+   "arg": [{"name": "value", "i": 5}, {"name": "dtype", "s": "INT64"}]},
+  {"type": "GivenTensorFill", "output": ["v"], "arg": [{"name": "values", "floats": [0.1, -2.5, 3, 1e-7]}]},
+  {"type": "GivenTensorDoubleFill", "output": ["d"], "arg": [{"name": "values", "floats": [0.1, 1e300]}]},
+  {"type": "GivenTensorStringFill", "output": ["s"],
+   "arg": [{"name": "values", "strings": ["hello", "", "line\nbreak", "\u00e9\"q\""]}, {"name": "shape", "ints": [2, 2]}]},
+  {"type": "GivenTensorBoolFill", "output": ["b"], "arg": [{"name": "values", "ints": [1, 0, 1]}]},
+  {"type": "GivenTensorFill", "output": ["nf"], "arg": [{"name": "values", "floats": ["NaN", "Infinity", "-Infinity", -0.0]}]},
+  {"type": "GivenTensorIntFill", "output": ["m"], "arg": [{"name": "values", "ints": [-2147483648, 7]}, {"name": "shape", "ints": [2, 1]}]},
+  {"type": "GivenTensorInt64Fill", "output": ["big"], "arg": [{"name": "values", "ints": [-9223372036854775808, 9223372036854775807]}]},
+  {"type": "CreateCounter", "output": ["counter"]}
+])");
+
+// ---------------------------------------------------------------------------------------------
+// moka run: fetched blobs
+
+TEST_F(Cli, FetchInt64Scalar) {
+  EXPECT_EQ(run_ok(kFills, "y"), (Json{{"y", tensor("int64", Json::array(), {5})}}));
+}
+
+TEST_F(Cli, FetchFloatVector) {
+  // float32 values print in their shortest form, which reads back as the same float32.
+  EXPECT_EQ(run_ok(kFills, "v"), (Json{{"v", tensor("float32", {4}, {0.1, -2.5, 3.0, 1e-7})}}));
+  EXPECT_EQ(run_ok(kFills, "d"), (Json{{"d", tensor("float64", {2}, {0.1, 1e300})}}));
+}
+
+TEST_F(Cli, FetchStringTensor) {
+  EXPECT_EQ(run_ok(kFills, "s"), (Json{{"s", tensor("string", {2, 2}, {"hello", "", "line\nbreak", "\u00e9\"q\""})}}));
+}
+
+TEST_F(Cli, FetchBoolTensor) {
+  EXPECT_EQ(run_ok(kFills, "b"), (Json{{"b", tensor("bool", {3}, {true, false, true})}}));
+}
+
+TEST_F(Cli, FetchIntegerExtremes) {
+  const Json j = run_ok(kFills, "m,big");
+  EXPECT_EQ(j["m"], tensor("int32", {2, 1}, {-2147483648LL, 7}));
+  EXPECT_EQ(j["big"]["dtype"], "int64");
+  EXPECT_EQ(j["big"]["data"][0].get<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(j["big"]["data"][1].get<int64_t>(), std::numeric_limits<int64_t>::max());
+}
+
+TEST_F(Cli, NonFiniteFloatsPrintAsStrings) {
+  const CliResult r = run({"run", plan_file(kFills), "--fetch", "nf"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, R"({"nf":{"dtype":"float32","shape":[4],"data":["NaN","Infinity","-Infinity",-0.0]}})"
+                   "\n");
+}
+
+TEST_F(Cli, NonTensorBlobPrintsItsType) {
+  EXPECT_EQ(run_ok(kFills, "counter"), (Json{{"counter", {{"type", "Counter"}}}}));
+}
+
+TEST_F(Cli, OutputKeepsFetchOrder) {
+  const CliResult r = run({"run", plan_file(kFills), "--fetch", "y,b", "--fetch", "counter"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            R"({"y":{"dtype":"int64","shape":[],"data":[5]},"b":{"dtype":"bool","shape":[3],"data":[true,false,true]},)"
+            R"("counter":{"type":"Counter"}})"
+            "\n");
+}
+
+TEST_F(Cli, NoFetchPrintsEmptyObject) {
+  const CliResult r = run({"run", plan_file(kFills)});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "{}\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(Cli, ExceptionTimeoutAccepted) {
+  const CliResult r = run({"run", plan_file(kFills), "--exception-timeout", "0.5", "--fetch", "y"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(parse_stdout(r)["y"]["data"], Json::array({5}));
+}
+
+TEST_F(Cli, InterruptExits130) {
+  // Print in the first net signals (on stderr) that the plan is running; then SIGINT stops the loop.
+  const std::string plan = R"({"network": [
+    {"name": "init", "op": [{"type": "ConstantFill", "output": ["x"]}, {"type": "Print", "input": ["x"]}]},
+    {"name": "spin", "op": [{"type": "Iter", "output": ["it"]}]}],
+    "execution_step": [{"name": "init", "network": ["init"]},
+                       {"name": "forever", "network": ["spin"], "num_iter": 9223372036854775807}]})";
+  RunOpts opts;
+  opts.interrupt_on_stderr = true;
+  const CliResult r = run({"run", plan_file(plan), "--fetch", "it"}, opts);
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("moka: interrupted"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The example plans under examples/plans, each with its exact results.
+
+struct Example {
+  std::string fetch;
+  Json expected;
+};
+
+const std::map<std::string, Example>& examples() {
+  static const std::map<std::string, Example> m = {
+      {"demo.json",
+       {"total,count,squares,power,done",
+        Json{{"total", tensor("int64", Json::array(), {149})},
+             {"count", tensor("int64", Json::array(), {24})},
+             {"squares", tensor("int64", Json::array(), {30})},
+             {"power", tensor("int64", Json::array(), {64})},
+             {"done", tensor("bool", Json::array(), {true})}}}},
+      {"counting_loop.json",
+       {"i,factorial,acc,iterations,positive,acc_int",
+        Json{{"i", tensor("int64", Json::array(), {10})},
+             {"factorial", tensor("int64", Json::array(), {3628800})},
+             {"acc", tensor("float64", {3}, {2.5, 3.5, 1.5})},
+             {"iterations", tensor("int64", {1}, {10})},
+             {"positive", tensor("bool", Json::array(), {true})},
+             {"acc_int", tensor("int32", {3}, {2, 3, 1})}}}},
+      {"concurrent.json",
+       {"ping_count,pong_count,total,shared_iter",
+        Json{{"ping_count", tensor("int64", Json::array(), {15})},
+             {"pong_count", tensor("int64", Json::array(), {21})},
+             {"total", tensor("int64", Json::array(), {36})},
+             {"shared_iter", tensor("int64", {1}, {36})}}}},
+      {"should_stop.json",
+       {"ticks,done,once,remaining",
+        Json{{"ticks", tensor("int64", Json::array(), {6})},
+             {"done", tensor("bool", Json::array(), {true})},
+             {"once", tensor("int64", Json::array(), {1})},
+             {"remaining", tensor("int64", Json::array(), {-1})}}}},
+  };
+  return m;
+}
+
+TEST_F(Cli, EveryExamplePlanHasExpectedResults) {
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(source_path("examples/plans"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    const std::string name = entry.path().filename().string();
+    const auto it = examples().find(name);
+    ASSERT_NE(it, examples().end()) << "examples/plans/" << name << " has no expected results in this test";
+    SCOPED_TRACE(name);
+    const CliResult checked = run({"check", entry.path().string()});
+    EXPECT_EQ(checked.code, 0) << checked.err;
+    const CliResult r = run({"run", entry.path().string(), "--fetch", it->second.fetch});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(parse_stdout(r), it->second.expected);
+  }
+  EXPECT_EQ(seen, static_cast<int>(examples().size())) << "an expected example plan is missing";
+}
+
+TEST_F(Cli, DemoIsDeterministicAndReportsProgress) {
+  // The report substep prints the counter on stderr; its final run comes after every sibling.
+  for (int i = 0; i < 5; ++i) {
+    const CliResult r = run({"run", source_path("examples/plans/demo.json"), "--fetch", "total,count"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, R"({"total":{"dtype":"int64","shape":[],"data":[149]},"count":{"dtype":"int64","shape":[],"data":[24]}})"
+                     "\n");
+    const std::size_t last = r.err.rfind("progress");
+    ASSERT_NE(last, std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("24", last), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, ConcurrentChildWorkspaceBlobsAreGone) {
+  // ping_previous lived in the substeps' child workspaces, which are destroyed after each run.
+  const CliResult r = run({"run", source_path("examples/plans/concurrent.json"), "--fetch", "total,ping_previous"});
+  expect_error(r, 1, {"--fetch", "\"ping_previous\"", "does not exist"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exit 2: invalid input, one line on stderr naming the problem
+
+TEST_F(Cli, MissingFile) {
+  const std::string path = (dir_ / "no_such_plan.json").string();
+  expect_error(run({"run", path}), 2, {"no_such_plan.json", "cannot open"});
+}
+
+TEST_F(Cli, InvalidJson) {
+  expect_error(run({"run", plan_file("{\n  \"network\": [,]\n}")}), 2, {"line 2", "column", "invalid JSON"});
+}
+
+TEST_F(Cli, UnknownField) {
+  const std::string plan = R"({"execution_step": [{"name": "s", "num_iters": 3}]})";
+  expect_error(run({"run", plan_file(plan)}), 2, {"execution_step[0]", "\"num_iters\""});
+}
+
+TEST_F(Cli, UnknownOperatorType) {
+  expect_error(run({"run", plan_file(one_net_plan(R"([{"type": "NoSuchOp", "output": ["x"]}])"))}), 2,
+               {"NoSuchOp", "unknown operator type"});
+}
+
+TEST_F(Cli, BadArgumentType) {
+  const std::string plan = one_net_plan(R"([{"type": "ConstantFill", "output": ["x"], "arg": [{"name": "value", "s": "five"}]}])");
+  expect_error(run({"run", plan_file(plan)}), 2, {"ConstantFill", "\"value\""});
+}
+
+TEST_F(Cli, WrongArity) {
+  const std::string plan = one_net_plan(R"([{"type": "Add", "input": ["a"], "output": ["x"]}])");
+  expect_error(run({"run", plan_file(plan)}), 2, {"Add", "2 input"});
+}
+
+TEST_F(Cli, DuplicateNet) {
+  const std::string plan = R"({"network": [{"name": "n"}, {"name": "n"}], "execution_step": [{"network": ["n"]}]})";
+  expect_error(run({"run", plan_file(plan)}), 2, {"duplicate net name", "\"n\""});
+}
+
+TEST_F(Cli, StepUsesUndefinedNet) {
+  const std::string plan = R"({"network": [{"name": "n"}], "execution_step": [{"name": "s", "network": ["ghost"]}]})";
+  expect_error(run({"run", plan_file(plan)}), 2, {"\"ghost\"", "not defined"});
+}
+
+TEST_F(Cli, BadFlag) { expect_error(run({"run", plan_file(kFills), "--nope"}), 2, {"--nope"}); }
+
+TEST_F(Cli, MissingPlanArgument) { expect_error(run({"run"}), 2, {"plan", "required"}); }
+
+TEST_F(Cli, MissingFetchValue) { expect_error(run({"run", plan_file(kFills), "--fetch"}), 2, {"--fetch"}); }
+
+TEST_F(Cli, EmptyFetchName) { expect_error(run({"run", plan_file(kFills), "--fetch", "y,,b"}), 2, {"--fetch", "empty"}); }
+
+TEST_F(Cli, ExtraPositional) { expect_error(run({"run", plan_file(kFills), "other.json"}), 2, {"other.json"}); }
+
+TEST_F(Cli, BadExceptionTimeout) {
+  for (const char* v : {"-1", "nan", "inf", "1e300", "soon"}) {
+    SCOPED_TRACE(v);
+    expect_error(run({"run", plan_file(kFills), "--exception-timeout", v}), 2, {"--exception-timeout", v});
+  }
+}
+
+TEST_F(Cli, NoSubcommand) { expect_error(run({}), 2, {"subcommand"}); }
+
+TEST_F(Cli, UnknownSubcommand) { expect_error(run({"frobnicate"}), 2, {"unknown subcommand", "\"frobnicate\""}); }
+
+TEST_F(Cli, ErrorMessageWithNewlineStaysOneLine) {
+  // A net name holding a newline is quoted in the message; the CLI escapes it.
+  const std::string plan = R"({"network": [{"name": "bad\nname", "op": [{"type": "NoSuchOp"}]}],
+                               "execution_step": [{"network": ["bad\nname"]}]})";
+  expect_error(run({"run", plan_file(plan)}), 2, {"NoSuchOp", "bad\\nname"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exit 1: failures while running
+
+TEST_F(Cli, FetchNameThatDoesNotExist) {
+  expect_error(run({"run", plan_file(kFills), "--fetch", "y,nope"}), 1, {"\"nope\"", "does not exist"});
+}
+
+TEST_F(Cli, IntegerDivisionByZero) {
+  const std::string plan = one_net_plan(R"([
+    {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
+    {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
+    {"type": "Div", "input": ["a", "z"], "output": ["q"]}])");
+  expect_error(run({"run", plan_file(plan), "--fetch", "q"}), 1, {"Div", "division by zero", "net \"n\""});
+}
+
+TEST_F(Cli, CastNaNToInt) {
+  const std::string plan = one_net_plan(R"([
+    {"type": "GivenTensorFill", "output": ["x"], "arg": [{"name": "values", "floats": ["NaN"]}]},
+    {"type": "Cast", "input": ["x"], "output": ["y"], "arg": [{"name": "to", "s": "INT32"}]}])");
+  expect_error(run({"run", plan_file(plan), "--fetch", "y"}), 1, {"Cast", "nan", "INT32"});
+}
+
+TEST_F(Cli, ShouldStopBlobNotBool) {
+  const std::string plan = R"({"network": [
+    {"name": "init", "op": [{"type": "ConstantFill", "output": ["stop"], "arg": [{"name": "dtype", "s": "INT64"}]}]},
+    {"name": "body", "op": [{"type": "Iter", "output": ["it"]}]}],
+    "execution_step": [{"name": "init", "network": ["init"]},
+                       {"name": "loop", "network": ["body"], "should_stop_blob": "stop"}]})";
+  expect_error(run({"run", plan_file(plan)}), 1, {"should_stop_blob", "\"stop\"", "bool"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// moka check
+
+TEST_F(Cli, CheckValidPlan) {
+  // check does not run the plan: a run-time failure (division by zero) is not reported.
+  const std::string plan = one_net_plan(R"([
+    {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
+    {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
+    {"type": "Div", "input": ["a", "z"], "output": ["q"]}])");
+  const std::string path = plan_file(plan);
+  const CliResult r = run({"check", path});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, path + ": ok (1 nets, 1 top-level steps)\n");
+}
+
+TEST_F(Cli, CheckInvalidPlan) {
+  expect_error(run({"check", plan_file(one_net_plan(R"([{"type": "NoSuchOp"}])"))}), 2, {"NoSuchOp"});
+  expect_error(run({"check", plan_file("[1, 2]")}), 2, {"expected an object"});
+  expect_error(run({"check"}), 2, {"plan", "required"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// moka ops
+
+TEST_F(Cli, OpsListsEveryOperatorWithArguments) {
+  const CliResult r = run({"ops"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* needle : {"\nAdd\n", "\nConstantFill\n", "\nCreateCounter\n", "\nCountUp\n", "\nPrint\n",
+                             "arg value", "arg dtype", "arg shape", "arg init_count", "arg broadcast"}) {
+    EXPECT_NE(("\n" + r.out).find(needle), std::string::npos) << needle;
+  }
+}
+
+TEST_F(Cli, OpsOneType) {
+  const CliResult r = run({"ops", "Add"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Add\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("inputs: 2, outputs: 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("arg broadcast"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ConstantFill"), std::string::npos) << "only Add should be described";
+}
+
+TEST_F(Cli, OpsUnknownType) { expect_error(run({"ops", "NoSuchOp"}), 2, {"\"NoSuchOp\""}); }
+
+// ---------------------------------------------------------------------------------------------
+// Help
+
+TEST_F(Cli, TopLevelHelpMentionsEverySubcommandAndFlag) {
+  const CliResult r = run({"--help"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"run", "check", "ops", "--fetch", "--exception-timeout", "--version", "--help"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle;
+}
+
+TEST_F(Cli, RunHelpMentionsEveryFlag) {
+  const CliResult r = run({"run", "--help"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"--fetch", "--exception-timeout", "plan", "Exit codes"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle;
+}
+
+TEST_F(Cli, SubcommandHelp) {
+  for (const char* sub : {"check", "ops"}) {
+    const CliResult r = run({sub, "--help"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("Usage: moka " + std::string(sub)), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(Cli, Version) {
+  const CliResult r = run({"--version"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("moka ", 0), 0u) << r.out;
+}
+
+}  // namespace
