@@ -181,7 +181,8 @@ std::string OpSchema::describe() const {
     out += "  in place: any input may be an output\n";
   } else if (!inplace_.empty()) {
     out += "  in place:";
-    for (auto [i, o] : inplace_) out += fmt::format(" input {} -> output {}", i, o);
+    for (std::size_t k = 0; k < inplace_.size(); ++k)
+      out += fmt::format("{} input {} -> output {}", k ? "," : "", inplace_[k].first, inplace_[k].second);
     out += "\n";
   }
   for (const auto& a : args_) {

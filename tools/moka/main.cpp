@@ -135,6 +135,14 @@ int cmd_ops(const std::string& type) {
   return 0;
 }
 
+// After a run failed, a worker stuck in an operator that ignored cancellation may still be
+// running; leave without static destructors so it cannot touch destroyed globals.
+int exit_now(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,10 +220,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "moka: error: " << one_line(e.what()) << "\n";
-    return 1;
+    return exit_now(1);
   } catch (...) {
     std::cerr << "moka: error: unknown exception\n";
-    return 1;
+    return exit_now(1);
   }
   return 0;
 }
