@@ -23,7 +23,7 @@ PlanContext::PlanContext(const std::vector<NetDef>& nets, RunOptions opts) : opt
   for (const auto& n : nets) net_defs.emplace(n.name, &n);
 }
 
-Net* PlanContext::net(Workspace& ws, const std::string& name, const std::string& step_name) {
+SimpleNet* PlanContext::net(Workspace& ws, const std::string& name, const std::string& step_name) {
   auto it = net_defs.find(name);
   if (it == net_defs.end())
     throw InvalidInput(fmt::format("ExecutionStep {} uses undefined net {}", step_name, name));
@@ -35,7 +35,7 @@ Net* PlanContext::net(Workspace& ws, const std::string& name, const std::string&
     if (first_use) created.push_back(key);
     return create_net(ws, *it->second, /*overwrite=*/true);
   }
-  auto* net = dynamic_cast<Net*>(existing);
+  auto* net = dynamic_cast<SimpleNet*>(existing);
   if (!net) throw InvalidInput(fmt::format("Network {} not found.", name));
   return net;
 }
@@ -123,7 +123,7 @@ void CompiledStep::cancel() {
   if (cancelled.exchange(true)) return;  // once: operators count and react to every cancel()
   for (auto& w : reporters) w->cancel();
   for (auto& w : recurring) w->cancel();
-  for (Net* n : nets) n->cancel();
+  for (SimpleNet* n : nets) n->cancel();
   if (report_net) report_net->cancel();
 }
 

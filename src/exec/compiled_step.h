@@ -31,7 +31,7 @@ struct PlanContext {
 
   /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
   /// run are re-created on first use, as Caffe2 does).
-  Net* net(Workspace& ws, const std::string& name, const std::string& step_name);
+  SimpleNet* net(Workspace& ws, const std::string& name, const std::string& step_name);
   bool external_stop() const { return options.should_continue && !options.should_continue(); }
 };
 
@@ -89,8 +89,8 @@ class CompiledStep {
   Workspace* ws;
   std::vector<std::unique_ptr<StepWrapper>> recurring;
   std::vector<std::unique_ptr<StepWrapper>> reporters;
-  std::vector<Net*> nets;
-  Net* report_net = nullptr;
+  std::vector<SimpleNet*> nets;
+  SimpleNet* report_net = nullptr;
   Blob* should_stop_blob = nullptr;
   int64_t max_iters = 1;  // INT64_MAX for "until should_stop"
   std::atomic<bool> cancelled{false};

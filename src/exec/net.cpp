@@ -1,4 +1,4 @@
-// Net: validation of external inputs/outputs, operator construction, the run loop and cancellation.
+// SimpleNet: validation of external inputs/outputs, operator construction, the run loop and cancellation.
 #include "moka/exec/net.h"
 
 #include <fmt/format.h>
@@ -46,7 +46,7 @@ void check_external_io(const NetDef& def) {
 
 std::string describe_net(const std::string& name) { return fmt::format("net \"{}\"", name); }
 
-Net::Net(NetDef def, Workspace* ws) : def_(std::move(def)) {
+SimpleNet::SimpleNet(NetDef def, Workspace* ws) : def_(std::move(def)) {
   try {
     if (def_.name.empty()) throw InvalidInput("a net needs a name");
     if (!known_net_type(def_.type)) throw InvalidInput(fmt::format("unknown net type \"{}\"", *def_.type));
@@ -67,9 +67,9 @@ Net::Net(NetDef def, Workspace* ws) : def_(std::move(def)) {
   }
 }
 
-Net::~Net() = default;
+SimpleNet::~SimpleNet() = default;
 
-void Net::run() {
+void SimpleNet::run() {
   const std::size_t n = ops_.size();
   for (std::size_t i = 0; i < n; ++i) {
     bool ok;
@@ -89,26 +89,26 @@ void Net::run() {
   }
 }
 
-void Net::op_failed(std::size_t i) {
+void SimpleNet::op_failed(std::size_t i) {
   RuntimeError e("the operator reported failure");
   e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
   e.add_context(describe_net(def_.name));
   throw e;
 }
 
-void Net::cancel() {
+void SimpleNet::cancel() {
   for (auto& op : ops_) op->cancel();
 }
 
-Net* create_net(Workspace& ws, const NetDef& def, bool overwrite) {
+SimpleNet* create_net(Workspace& ws, const NetDef& def, bool overwrite) {
   if (!overwrite && ws.get_net(def.name))
     throw InvalidInput(fmt::format(
         "I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you explicitly "
         "specify overwrite=true.",
         def.name));
   if (overwrite) ws.remove_net(def.name);
-  auto net = std::make_unique<Net>(def, &ws);
-  return static_cast<Net*>(ws.add_net(std::move(net), overwrite));
+  auto net = std::make_unique<SimpleNet>(def, &ws);
+  return static_cast<SimpleNet*>(ws.add_net(std::move(net), overwrite));
 }
 
 void run_net(Workspace& ws, const std::string& name) {
@@ -118,7 +118,7 @@ void run_net(Workspace& ws, const std::string& name) {
 }
 
 void run_net_once(Workspace& ws, const NetDef& def) {
-  Net net(def, &ws);
+  SimpleNet net(def, &ws);
   net.run();
 }
 

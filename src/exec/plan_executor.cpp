@@ -123,7 +123,7 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     return;
   }
   const std::size_t num_nets = c.nets.size();
-  Net* const* nets = c.nets.data();
+  SimpleNet* const* nets = c.nets.data();
   for (int64_t iter = 0; c.keep_going(iter); ++iter) {
     for (std::size_t i = 0; i < num_nets; ++i) {
       nets[i]->run();
@@ -134,7 +134,7 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
 
 void start_reporters(CompiledStep& c, Reporter& reporter) {
   if (c.report_net) {
-    Net* net = c.report_net;
+    SimpleNet* net = c.report_net;
     reporter.start(std::chrono::milliseconds(int64_t{*c.step.report_interval} * 1000), [net] { net->run(); });
   }
   for (auto& rs : c.reporters) {

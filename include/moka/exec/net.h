@@ -1,4 +1,4 @@
-// Net: a NetDef instantiated in a workspace — operators constructed once with their blobs bound, run in order.
+// SimpleNet: a NetDef instantiated in a workspace — operators constructed once with their blobs bound, run in order.
 #pragma once
 
 #include <memory>
@@ -19,14 +19,14 @@ namespace moka {
 /// from an operator carries `net "N" > operator #i (Type)` in its context.
 ///
 /// @code
-///   Net* net = create_net(ws, def);   // registered in ws under def.name
+///   SimpleNet* net = create_net(ws, def);   // registered in ws under def.name
 ///   net->run();
 /// @endcode
 /// Thread-safety: run() by one thread at a time; cancel() from any thread.
-class Net final : public NetBase {
+class SimpleNet final : public NetBase {
  public:
-  Net(NetDef def, Workspace* ws);
-  ~Net() override;
+  SimpleNet(NetDef def, Workspace* ws);
+  ~SimpleNet() override;
 
   const std::string& name() const override { return def_.name; }
   void run() override;
@@ -45,7 +45,7 @@ class Net final : public NetBase {
 /// Instantiates def in ws and registers it under def.name (InvalidInput when a net of that name
 /// exists and !overwrite — Caffe2's "I respectfully refuse to overwrite ..."). With overwrite the
 /// old net is removed before the new one is constructed.
-Net* create_net(Workspace& ws, const NetDef& def, bool overwrite = false);
+SimpleNet* create_net(Workspace& ws, const NetDef& def, bool overwrite = false);
 
 /// Runs a registered net by name (NotFound if none).
 void run_net(Workspace& ws, const std::string& name);
