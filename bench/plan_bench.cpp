@@ -50,7 +50,6 @@ void BM_PlainLoop(benchmark::State& state) {
   for (auto _ : state) {
     for (int64_t i = 0; i < kLoopIters; ++i) {
       for (auto& t : c) {
-        t.resize(DType::Int64, {});
         t.mutable_data<int64_t>()[0] = a.data<int64_t>()[0] + b.data<int64_t>()[0];
         benchmark::DoNotOptimize(t.mutable_data<int64_t>());
       }
