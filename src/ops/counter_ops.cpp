@@ -91,11 +91,6 @@ class RetrieveCountOp final : public OperatorBase {
   }
 };
 
-template <class Op>
-OperatorFactory factory() {
-  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(d, ws); };
-}
-
 }  // namespace
 
 namespace detail {
@@ -108,35 +103,35 @@ void register_counter_ops(OperatorRegistry& reg) {
               .doc("Creates a counter holding init_count in the output blob. Running it again on a blob that "
                    "already holds a counter resets that counter to init_count (the counter object is kept, so "
                    "operators of other threads holding it stay valid)."),
-          factory<CreateCounterOp>());
+          factory_of<CreateCounterOp>());
   reg.add(OpSchema("ResetCounter")
               .inputs(1)
               .outputs(0, 1)
               .arg("init_count", ArgType::Int, "value the counter is reset to; must be >= 0", "0")
               .doc("Sets the counter in input 0 to init_count. The optional output receives the previous count "
                    "as an int64 scalar (shape [])."),
-          factory<ResetCounterOp>());
+          factory_of<ResetCounterOp>());
   reg.add(OpSchema("CountDown")
               .inputs(1)
               .outputs(1)
               .doc("Decrements the counter in input 0 and writes a bool scalar (shape []): false when the count was "
                    "> 0 before, true otherwise. As in Caffe2 the count keeps decrementing below zero."),
-          factory<CountDownOp>());
+          factory_of<CountDownOp>());
   reg.add(OpSchema("CheckCounterDone")
               .inputs(1)
               .outputs(1)
               .doc("Writes a bool scalar (shape []): true when the counter in input 0 is <= 0. Does not change it."),
-          factory<CheckCounterDoneOp>());
+          factory_of<CheckCounterDoneOp>());
   reg.add(OpSchema("CountUp")
               .inputs(1)
               .outputs(1)
               .doc("Increments the counter in input 0 and writes its previous value as an int64 scalar (shape [])."),
-          factory<CountUpOp>());
+          factory_of<CountUpOp>());
   reg.add(OpSchema("RetrieveCount")
               .inputs(1)
               .outputs(1)
               .doc("Writes the current value of the counter in input 0 as an int64 scalar (shape [])."),
-          factory<RetrieveCountOp>());
+          factory_of<RetrieveCountOp>());
 }
 
 }  // namespace detail

@@ -120,11 +120,6 @@ class TimerGetAndEndOp final : public OperatorBase {
   }
 };
 
-template <class Op>
-OperatorFactory factory() {
-  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(d, ws); };
-}
-
 }  // namespace
 
 namespace detail {
@@ -138,27 +133,27 @@ void register_timer_ops(OperatorRegistry& reg) {
               .doc("Starts a timer held by the output blob (creating it, or replacing a timer with another "
                    "counter_name). The blob owns the timer, so it outlives the net. Fails with \"Called TimerBegin "
                    "on an already running timer.\" when the timer is running."),
-          factory<TimerBeginOp>());
+          factory_of<TimerBeginOp>());
   reg.add(OpSchema("TimerEnd")
               .inputs(1)
               .outputs(0)
               .doc("Stops the timer in input 0 and publishes the elapsed nanoseconds to the stat registry: "
                    "<counter_name> += ns, <counter_name>/count += 1. Fails with \"Called TimerEnd on a stopped "
                    "timer.\" when it is not running."),
-          factory<TimerEndOp>());
+          factory_of<TimerEndOp>());
   reg.add(OpSchema("TimerGet")
               .inputs(1)
               .outputs(1)
               .doc("Writes the nanoseconds elapsed since the timer in input 0 began, as an int64 scalar (shape []). "
                    "The timer keeps running. Fails with \"Called TimerGet on a stopped timer.\" when it is not running."),
-          factory<TimerGetOp>());
+          factory_of<TimerGetOp>());
   reg.add(OpSchema("TimerGetAndEnd")
               .inputs(1)
               .outputs(1)
               .doc("Stops the timer in input 0 (publishing as TimerEnd does) and writes the elapsed nanoseconds as "
                    "an int64 tensor of shape [1]. Fails with \"Called TimerGet on a stopped timer.\" when it is not "
                    "running."),
-          factory<TimerGetAndEndOp>());
+          factory_of<TimerGetAndEndOp>());
 }
 
 }  // namespace detail

@@ -19,11 +19,6 @@ namespace moka {
 
 namespace {
 
-template <class Op>
-OperatorFactory factory() {
-  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(d, ws); };
-}
-
 class CopyOp final : public OperatorBase {
  public:
   using OperatorBase::OperatorBase;
@@ -199,7 +194,7 @@ void register_utility_ops(OperatorRegistry& reg) {
               .allow_inplace({{0, 0}})
               .doc("Copies the tensor in input 0 (any dtype, strings included) into output 0, reusing the output's "
                    "storage. In place it does nothing."),
-          factory<CopyOp>());
+          factory_of<CopyOp>());
   reg.add(OpSchema("Print")
               .inputs(1)
               .outputs(0)
@@ -211,7 +206,7 @@ void register_utility_ops(OperatorRegistry& reg) {
               .arg("every_n", ArgType::Int, "print on the 1st run and then every n-th run", "1")
               .doc("Prints `<blob name>: <tensor>` (dtype, shape and values) for input 0, or the name of the type "
                    "the blob holds when it is not a tensor."),
-          factory<PrintOp>());
+          factory_of<PrintOp>());
   reg.add(OpSchema("GetAllBlobNames")
               .inputs(0)
               .outputs(1)
@@ -220,13 +215,13 @@ void register_utility_ops(OperatorRegistry& reg) {
                    "1")
               .doc("Writes the names of the workspace's blobs as a 1-d string tensor, sorted (Caffe2's order was "
                    "unspecified). The output blob itself is included, since it exists once the operator does."),
-          factory<GetAllBlobNamesOp>());
+          factory_of<GetAllBlobNamesOp>());
   reg.add(OpSchema("CreateMutex")
               .inputs(0)
               .outputs(1)
               .doc("Puts a mutex (moka::BlobMutex) in the output blob, for AtomicIter. A blob that already holds a "
                    "mutex keeps it."),
-          factory<CreateMutexOp>());
+          factory_of<CreateMutexOp>());
   reg.add(OpSchema("Iter")
               .inputs(0, 1)
               .outputs(1)
@@ -235,7 +230,7 @@ void register_utility_ops(OperatorRegistry& reg) {
                    "a blob that does not hold a filled tensor yet is first set to int64 [1] = 0. With an input it "
                    "must be the output (in place). Fails on a negative count and with \"Overflow will happen!\" at "
                    "the int64 maximum."),
-          factory<IterOp>());
+          factory_of<IterOp>());
   reg.add(OpSchema("AtomicIter")
               .inputs(2)
               .outputs(1)
@@ -243,14 +238,14 @@ void register_utility_ops(OperatorRegistry& reg) {
               .doc("Like Iter, holding the mutex in input 0 (from CreateMutex) while incrementing the counter in "
                    "input 1, which must also be output 0. Adds 1 to the stat "
                    "atomic_iter/stats/<counter blob name>/num_iter in the stat registry."),
-          factory<AtomicIterOp>());
+          factory_of<AtomicIterOp>());
   reg.add(OpSchema("StatRegistryExport")
               .inputs(0)
               .outputs(3)
               .arg("reset", ArgType::Bool, "1: set every exported stat to 0 after reading it", "1")
               .doc("Exports the process-wide stat registry, sorted by key: output 0 the keys (string [n]), output 1 "
                    "the values (int64 [n]), output 2 the export time in ns since the Unix epoch (int64 [n])."),
-          factory<StatRegistryExportOp>());
+          factory_of<StatRegistryExportOp>());
 }
 
 }  // namespace detail

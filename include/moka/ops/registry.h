@@ -49,12 +49,18 @@ class OperatorRegistry {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
-/// Registers operator class Op (constructible from (const OperatorDef&, Workspace*)).
+/// The factory of operator class Op (constructible from (const OperatorDef&, Workspace*)).
+template <class Op>
+OperatorFactory factory_of() {
+  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
+    return std::make_unique<Op>(d, ws);
+  };
+}
+
+/// Registers operator class Op with the global registry.
 template <class Op>
 void register_operator(OpSchema schema) {
-  OperatorRegistry::global().add(std::move(schema), [](const OperatorDef& d, Workspace* ws) {
-    return std::make_unique<Op>(d, ws);
-  });
+  OperatorRegistry::global().add(std::move(schema), factory_of<Op>());
 }
 
 /// Constructs and runs one operator in ws (Caffe2's RunOperatorOnce).

@@ -25,34 +25,12 @@ class ThrowOnRunOp final : public OperatorBase {
   int64_t runs_ = 0;
 };
 
-// Blocks until cancelled.
-class BlockOp final : public OperatorBase {
- public:
-  using OperatorBase::OperatorBase;
-  bool run() override {
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return cancelled_; });
-    return true;
-  }
-  void cancel() override {
-    std::lock_guard lk(mu_);
-    cancelled_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool cancelled_ = false;
-};
-
 void register_stress_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
     testing::register_test_ops();
     register_operator<ThrowOnRunOp>(
         OpSchema("ThrowOnRun").arg("n", ArgType::Int, "run index that throws", "0").doc("stress: throws on run n"));
-    register_operator<BlockOp>(OpSchema("Block").doc("stress: blocks until cancelled"));
   });
 }
 
@@ -75,7 +53,7 @@ ExecutionStepDef leaf(const std::string& name, const std::string& net) {
 PlanDef random_plan(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   PlanDef plan;
-  plan.network.push_back(net1("block", make_op("Block", {}, {})));
+  plan.network.push_back(net1("block", make_op("StuckBlocking", {}, {})));
   plan.network.push_back(net1("noop", make_op("Noop", {}, {})));
   plan.network.push_back(net1("count", make_op("CountCalls", {}, {})));
   ExecutionStepDef top;
@@ -156,7 +134,7 @@ TEST(CancelStress, ReporterThrowsWhileSiblingsBlock) {
   register_stress_ops();
   for (int r = 0; r < 200; ++r) {
     PlanDef plan;
-    plan.network.push_back(net1("block", make_op("Block", {}, {})));
+    plan.network.push_back(net1("block", make_op("StuckBlocking", {}, {})));
     plan.network.push_back(net1("thrower", make_op("ThrowOnRun", {}, {}, {make_arg("n", int64_t{r % 3})})));
     ExecutionStepDef rep = leaf("reporter", "thrower");
     rep.run_every_ms = 1;
