@@ -1,6 +1,11 @@
 // Umbrella header: every public moka header.
 #pragma once
 
+#include "moka/build/blob_ref.h"
+#include "moka/build/context.h"
+#include "moka/build/execution_step.h"
+#include "moka/build/net.h"
+#include "moka/build/plan.h"
 #include "moka/core/blob.h"
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
