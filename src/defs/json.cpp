@@ -515,30 +515,61 @@ void check_net_refs(const ExecutionStepDef& s, const std::string& path, const st
   if (s.report_net && !nets.count(*s.report_net)) missing(join(path, "report_net"), *s.report_net);
 }
 
-PlanDef read_plan(const Json& v) {
-  const std::string path;
+PlanDef read_plan(const Json& v, const std::string& path = {}) {
   const Json& o = expect_object(v, path);
   check_fields(o, path, {"name", "network", "execution_step"});
   PlanDef plan;
-  if (const Json* f = field(o, "name")) plan.name = read_string(*f, "name");
+  if (const Json* f = field(o, "name")) plan.name = read_string(*f, join(path, "name"));
   std::set<std::string> names;
+  const std::string network = join(path, "network");
   if (const Json* f = field(o, "network")) {
-    const Json& arr = expect_array(*f, "network");
+    const Json& arr = expect_array(*f, network);
     plan.network.reserve(arr.size());
     for (size_t k = 0; k < arr.size(); ++k) {
-      plan.network.push_back(read_net(arr[k], at("network", k), 0));
+      plan.network.push_back(read_net(arr[k], at(network, k), 0));
       if (!names.insert(plan.network.back().name).second)
-        fail(join(at("network", k), "name"), "duplicate net name " + quote(plan.network.back().name));
+        fail(join(at(network, k), "name"), "duplicate net name " + quote(plan.network.back().name));
     }
   }
+  const std::string steps = join(path, "execution_step");
   if (const Json* f = field(o, "execution_step")) {
-    const Json& arr = expect_array(*f, "execution_step");
+    const Json& arr = expect_array(*f, steps);
     plan.execution_step.reserve(arr.size());
-    for (size_t k = 0; k < arr.size(); ++k) plan.execution_step.push_back(read_step(arr[k], at("execution_step", k), 0));
+    for (size_t k = 0; k < arr.size(); ++k) plan.execution_step.push_back(read_step(arr[k], at(steps, k), 0));
   }
   for (size_t k = 0; k < plan.execution_step.size(); ++k)
-    check_net_refs(plan.execution_step[k], at("execution_step", k), names);
+    check_net_refs(plan.execution_step[k], at(steps, k), names);
   return plan;
+}
+
+TaskGroupDef read_task_group(const Json& v) {
+  const std::string path;
+  const Json& o = expect_object(v, path);
+  check_fields(o, path, {"name", "nodes"});
+  TaskGroupDef group;
+  if (const Json* f = field(o, "name")) group.name = read_string(*f, "name");
+  const Json* nodes = field(o, "nodes");
+  if (!nodes) fail("nodes", "missing field \"nodes\"");
+  const Json& arr = expect_array(*nodes, "nodes");
+  std::set<std::string> seen;
+  for (size_t k = 0; k < arr.size(); ++k) {
+    const std::string p = at("nodes", k);
+    const Json& n = expect_object(arr[k], p);
+    check_fields(n, p, {"node", "plan", "outputs"});
+    NodePlanDef node;
+    const Json* name = field(n, "node");
+    if (!name) fail(p, "missing field \"node\"");
+    node.node = read_nonempty_string(*name, join(p, "node"));
+    if (!seen.insert(node.node).second) fail(join(p, "node"), "duplicate node " + quote(node.node));
+    if (const Json* plan = field(n, "plan")) node.plan = read_plan(*plan, join(p, "plan"));
+    if (const Json* outs = field(n, "outputs")) {
+      node.outputs = read_strings(*outs, join(p, "outputs"), /*nonempty=*/true);
+      std::set<std::string> unique(node.outputs.begin(), node.outputs.end());
+      if (unique.size() != node.outputs.size()) fail(join(p, "outputs"), "an output is listed twice");
+    }
+    group.nodes.push_back(std::move(node));
+  }
+  return group;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -666,6 +697,21 @@ Json plan_json(const PlanDef& plan) {
   return o;
 }
 
+Json task_group_json(const TaskGroupDef& g) {
+  Json o = Json::object();
+  if (!g.name.empty()) o["name"] = g.name;
+  Json arr = Json::array();
+  for (const auto& n : g.nodes) {
+    Json node = Json::object();
+    node["node"] = n.node;
+    node["plan"] = plan_json(n.plan);
+    put_strings(node, "outputs", n.outputs);
+    arr.push_back(std::move(node));
+  }
+  o["nodes"] = std::move(arr);
+  return o;
+}
+
 bool is_flat(const Json& j) {
   if (j.is_array() || j.is_object())
     for (const auto& e : j)
@@ -762,7 +808,16 @@ OperatorDef operator_from_json(std::string_view text) { return read_op(parse_tex
 
 ExecutionStepDef step_from_json(std::string_view text) { return read_step(parse_text(text), "", 0); }
 
-PlanDef load_plan_file(const std::string& path) {
+TaskGroupDef task_group_from_json(std::string_view text) { return read_task_group(parse_text(text)); }
+
+RunnableDef runnable_from_json(std::string_view text) {
+  Json j = parse_text(text);
+  if (j.is_object() && j.contains("nodes")) return read_task_group(j);
+  return read_plan(j);
+}
+
+namespace {
+std::string read_file_text(const std::string& path) {
   std::string text;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InvalidInput(path + ": cannot open plan file: " + std::strerror(errno));
@@ -775,12 +830,35 @@ PlanDef load_plan_file(const std::string& path) {
     throw InvalidInput(path + ": cannot read plan file: " + std::strerror(err));
   }
   std::fclose(f);
+  return text;
+}
+
+template <class F>
+auto parse_file(const std::string& path, F&& parse) {
+  const std::string text = read_file_text(path);
   try {
-    return plan_from_json(text);
+    return parse(text);
   } catch (Error& e) {
     e.add_context(path);
     throw;
   }
+}
+}  // namespace
+
+PlanDef load_plan_file(const std::string& path) { return parse_file(path, plan_from_json); }
+
+RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, runnable_from_json); }
+
+std::string to_json(const TaskGroupDef& group, int indent) {
+  for (const auto& n : group.nodes) {
+    try {
+      (void)to_json(n.plan, -1);  // refuses callables and over-deep plans with the plan's own message
+    } catch (Error& e) {
+      e.add_context("node " + quote(n.node));
+      throw;
+    }
+  }
+  return dump(task_group_json(group), indent);
 }
 
 std::string to_json(const PlanDef& plan, int indent) { return dump(plan_json(plan), indent); }

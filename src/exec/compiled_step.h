@@ -32,7 +32,9 @@ struct PlanContext {
   /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
   /// run are re-created on first use, as Caffe2 does).
   SimpleNet* net(Workspace& ws, const std::string& name, const std::string& step_name);
-  bool external_stop() const { return options.should_continue && !options.should_continue(); }
+  bool external_stop() const {
+    return (options.cancel && options.cancel->cancelled()) || (options.should_continue && !options.should_continue());
+  }
 };
 
 class CompiledStep;
@@ -74,7 +76,7 @@ class CompiledStep {
   bool keep_going(int64_t i) const {
     if (cancelled.load(std::memory_order_relaxed)) return false;
     if (i >= max_iters) return false;
-    return !ctx.options.should_continue || ctx.options.should_continue();
+    return !ctx.external_stop();
   }
   /// The value of should_stop_blob: false when unset or never filled (§3.5).
   bool should_stop() const;

@@ -191,6 +191,9 @@ void run_steps(Workspace& ws, const std::vector<ExecutionStepDef>& steps, const 
     std::shared_ptr<StepWrapper> wrapper;
     try {
       wrapper = std::make_shared<StepWrapper>(step, &ws, *ctx);
+      // Destroyed before the wrapper, so the callback never outlives it.
+      auto sub = options.cancel ? options.cancel->subscribe([w = wrapper.get()] { w->cancel(); })
+                                : CancelToken::Subscription{};
       execute(*wrapper);
     } catch (...) {
       if (ctx->abandoned.load()) {

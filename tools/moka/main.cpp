@@ -2,7 +2,10 @@
 // Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan, flags), 130 interrupted.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <variant>
 #include <atomic>
 #include <csignal>
 #include <cmath>
@@ -90,36 +93,76 @@ std::vector<std::string> split_names(const std::vector<std::string>& lists) {
   return out;
 }
 
-int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists, double exception_timeout_s) {
+// The blob a --fetch name means in a TaskGroup run: a declared output of exactly one node, else a
+// blob present on exactly one node.
+const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::NodeWorkspaces& nodes,
+                                const std::string& name) {
+  std::vector<std::string> declared, present;
+  for (const auto& n : group.nodes) {
+    if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) declared.push_back(n.node);
+    if (const moka::Workspace* ws = nodes.find(n.node); ws && ws->has_blob(name)) present.push_back(n.node);
+  }
+  const std::vector<std::string>& where = declared.empty() ? present : declared;
+  if (where.empty()) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
+  if (where.size() > 1 && !nodes.shared())
+    throw moka::NotFound(fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
+  return nodes.find(where.front())->get_blob(name);
+}
+
+int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists, double exception_timeout_s,
+            bool shared_workspace) {
   const std::vector<std::string> fetch = split_names(fetch_lists);
-  moka::PlanDef plan = moka::load_plan_file(path);
-  moka::check_plan(plan);
-  moka::Workspace ws;
+  const moka::RunnableDef doc = moka::load_runnable_file(path);
   moka::RunOptions options;
   options.should_continue = [] { return !g_interrupted.load(std::memory_order_relaxed); };
   options.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(exception_timeout_s * 1000));
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  moka::run_plan(ws, plan, options);
+
+  moka::Workspace plan_ws;
+  moka::NodeWorkspaces nodes(shared_workspace);
+  std::function<const moka::Blob*(const std::string&)> lookup;
+  if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
+    moka::check_plan(*plan);
+    moka::run_plan(plan_ws, *plan, options);
+    lookup = [&](const std::string& name) -> const moka::Blob* {
+      const moka::Blob* b = plan_ws.get_blob(name);
+      if (!b) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist after the run", name));
+      return b;
+    };
+  } else {
+    const auto& group = std::get<moka::TaskGroupDef>(doc);
+    moka::run_task_group(group, nodes, options);
+    lookup = [&](const std::string& name) { return find_in_nodes(group, nodes, name); };
+  }
   if (g_interrupted.load()) {
     std::cerr << "moka: interrupted\n";
     return 130;
   }
   Json out = Json::object();
-  for (const auto& name : fetch) {
-    const moka::Blob* b = ws.get_blob(name);
-    if (!b) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist after the run", name));
-    out[name] = blob_json(*b);
-  }
+  for (const auto& name : fetch) out[name] = blob_json(*lookup(name));
   std::cout << out.dump() << "\n";
   return 0;
 }
 
 int cmd_check(const std::string& path) {
-  moka::PlanDef plan = moka::load_plan_file(path);
-  moka::check_plan(plan);
-  std::cout << fmt::format("{}: ok ({} nets, {} top-level steps)\n", path, plan.network.size(),
-                           plan.execution_step.size());
+  const moka::RunnableDef doc = moka::load_runnable_file(path);
+  if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
+    moka::check_plan(*plan);
+    std::cout << fmt::format("{}: ok ({} nets, {} top-level steps)\n", path, plan->network.size(),
+                             plan->execution_step.size());
+    return 0;
+  }
+  const auto& group = std::get<moka::TaskGroupDef>(doc);
+  for (const auto& n : group.nodes) {
+    try {
+      moka::check_plan(n.plan);
+    } catch (moka::Error& e) {
+      e.add_context(fmt::format("node \"{}\"", n.node));
+      throw;
+    }
+  }
+  std::cout << fmt::format("{}: ok (task group, {} nodes)\n", path, group.nodes.size());
   return 0;
 }
 
@@ -151,7 +194,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "moka 0.1.0");
   app.footer(
       "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
-      "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS]\n"
+      "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
       "  moka check PLAN.json\n"
       "  moka ops [TYPE]\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
@@ -164,6 +207,10 @@ int main(int argc, char** argv) {
   double exception_timeout = 60;
   run->add_option("plan", run_path, "Plan JSON file")->required();
   run->add_option("--fetch", fetch, "Blob names to print after the run, comma-separated (repeatable)");
+  bool shared_workspace = false;
+  run->add_flag("--shared-workspace", shared_workspace,
+                "For a task group: run every node in one workspace, as Caffe2's LocalSession did "
+                "(default: each node its own workspace)");
   // NaN and values too large for a millisecond count would make the conversion undefined.
   const CLI::Validator seconds(
       [](std::string& text) -> std::string {
@@ -212,7 +259,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(run_path, fetch, exception_timeout);
+    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace);
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
   } catch (const moka::InvalidInput& e) {

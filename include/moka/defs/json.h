@@ -4,8 +4,10 @@
 
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "moka/defs/plan_def.h"
+#include "moka/defs/task_group_def.h"
 
 namespace moka {
 
@@ -15,12 +17,22 @@ NetDef net_from_json(std::string_view text);
 OperatorDef operator_from_json(std::string_view text);
 ExecutionStepDef step_from_json(std::string_view text);
 
+/// Parses a compiled TaskGroup: `{"name": ..., "nodes": [{"node": ..., "plan": {...}, "outputs": [...]}]}`.
+TaskGroupDef task_group_from_json(std::string_view text);
+
 /// Reads and parses a plan file; InvalidInput names the file on any problem.
 PlanDef load_plan_file(const std::string& path);
+
+/// A plan or a compiled TaskGroup (told apart by the TaskGroup's "nodes" field).
+using RunnableDef = std::variant<PlanDef, TaskGroupDef>;
+RunnableDef runnable_from_json(std::string_view text);
+/// Reads and parses a plan or TaskGroup file; InvalidInput names the file on any problem.
+RunnableDef load_runnable_file(const std::string& path);
 
 /// Serialises to JSON (indent < 0: one line). Round trip through *_from_json is lossless.
 /// Throws InvalidInput for a plan holding a "Callable" operator (it only exists in this process).
 std::string to_json(const PlanDef& plan, int indent = 2);
+std::string to_json(const TaskGroupDef& group, int indent = 2);
 std::string to_json(const NetDef& net, int indent = 2);
 std::string to_json(const OperatorDef& op, int indent = 2);
 std::string to_json(const ExecutionStepDef& step, int indent = 2);

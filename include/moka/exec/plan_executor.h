@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include "moka/core/workspace.h"
 #include "moka/defs/plan_def.h"
+#include "moka/exec/cancel_token.h"
 
 namespace moka {
 
@@ -15,6 +17,8 @@ struct RunOptions {
   /// Checked before every iteration of every step; returning false ends the plan early, without
   /// an error (Caffe2's shouldContinue, e.g. stop on SIGINT). Must be thread-safe.
   std::function<bool()> should_continue;
+  /// Cancelling it ends the run early, without an error, waking blocked operators (see CancelToken).
+  std::shared_ptr<CancelToken> cancel;
   /// After an error, how long to wait for concurrent workers that ignore cancellation before
   /// giving up on them (Caffe2's --caffe2_plan_executor_exception_timeout). The plan then fails
   /// with "failed to stop concurrent workers after exception: ..."; the stuck threads are left

@@ -518,3 +518,33 @@ TEST_F(Cli, Version) {
 }
 
 }  // namespace
+
+// TaskGroup documents through `moka run`.
+
+TEST_F(Cli, TaskGroupExampleRunsEveryNode) {
+  const CliResult r = run({"run", source_path("examples/task_groups/two_nodes.json"), "--fetch", "total,product"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(parse_stdout(r), Json::parse(R"({"total": {"dtype": "int64", "shape": [], "data": [15]},
+                                            "product": {"dtype": "int64", "shape": [], "data": [1024]}})"));
+}
+
+TEST_F(Cli, TaskGroupNodesDoNotShareBlobs) {
+  const CliResult r = run({"run", source_path("examples/task_groups/two_nodes.json"), "--fetch", "x"});
+  expect_error(r, 1, {"\"x\"", "several nodes", "local", "n2"});
+}
+
+TEST_F(Cli, TaskGroupSharedWorkspaceOption) {
+  const CliResult r =
+      run({"run", source_path("examples/task_groups/two_nodes.json"), "--shared-workspace", "--fetch", "total,product"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(parse_stdout(r)["product"]["data"], Json::parse("[1024]"));
+}
+
+TEST_F(Cli, TaskGroupInvalidNodeExits2) {
+  const CliResult r = run({"run", plan_file(R"({"nodes": [{"node": "a", "plan": {"network": [{"name": "n",
+      "op": [{"type": "Nope"}]}], "execution_step": [{"name": "s", "network": ["n"]}]}}]})"), "--fetch", "x"});
+  expect_error(r, 2, {"node \"a\"", "Nope"});
+  const CliResult c = run({"check", source_path("examples/task_groups/two_nodes.json")});
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("task group, 2 nodes"), std::string::npos) << c.out;
+}

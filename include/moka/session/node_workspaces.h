@@ -1,0 +1,41 @@
+// NodeWorkspaces: the workspace of each node of a session — one per node (moka's decision 1), or one shared by all.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "moka/core/workspace.h"
+
+namespace moka {
+
+/// @brief Maps node names to workspaces, creating them on first use.
+///
+/// By default every node gets its own root workspace, so tasks on different nodes cannot see each
+/// other's blobs — a local run behaves like a multi-process one. With `shared = true` every node
+/// maps to one workspace, as in Caffe2's LocalSession (for code ported from Caffe2 that relies on it).
+/// Thread-safety: node() may be called concurrently; workspaces live as long as this object.
+class NodeWorkspaces {
+ public:
+  explicit NodeWorkspaces(bool shared = false) : shared_(shared) {}
+  NodeWorkspaces(const NodeWorkspaces&) = delete;
+  NodeWorkspaces& operator=(const NodeWorkspaces&) = delete;
+
+  /// The node's workspace (created on first use).
+  Workspace& node(const std::string& name);
+  /// The node's workspace if it exists, else nullptr.
+  Workspace* find(const std::string& name) const;
+  /// Nodes that have a workspace, sorted.
+  std::vector<std::string> nodes() const;
+  bool shared() const { return shared_; }
+
+ private:
+  const bool shared_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Workspace> shared_ws_;
+  std::map<std::string, std::unique_ptr<Workspace>> by_node_;
+};
+
+}  // namespace moka
