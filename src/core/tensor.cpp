@@ -72,7 +72,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   return *this;
 }
 
-void Tensor::resize(DType dtype, std::span<const int64_t> shape) {
+void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape) {
   if (dtype == DType::Undefined) throw TypeError("cannot resize a tensor to dtype undefined");
   const int64_t n = shape_numel(shape);
   if (dtype == DType::String) {

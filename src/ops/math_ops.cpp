@@ -90,9 +90,7 @@ inline Bcast broadcast_of(const OperatorBase& op, const Tensor& a, const Tensor&
 
 // Tensor::resize with a shortcut for the steady state (same dtype and shape as the last run), which is
 // the hot path of every loop: no numel recomputation, no storage checks.
-inline void fit(Tensor& out, DType dtype, const std::vector<int64_t>& shape) {
-  if (out.dtype() != dtype || out.shape() != shape) out.resize(dtype, shape);
-}
+inline void fit(Tensor& out, DType dtype, const std::vector<int64_t>& shape) { out.resize(dtype, shape); }
 
 bool is_arith_dtype(DType t) { return t != DType::Bool && t != DType::String && t != DType::Undefined; }
 

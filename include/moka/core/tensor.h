@@ -1,6 +1,7 @@
 // Tensor: a contiguous n-d array of one DType (any rank, 0-d scalars included) with checked typed access.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -61,7 +62,12 @@ class Tensor {
   /// Sets dtype and shape. Keeps the storage when it is large enough; new elements have
   /// unspecified values (zero for freshly allocated storage). Throws InvalidInput for negative
   /// dimensions or a size that overflows.
-  void resize(DType dtype, std::span<const int64_t> shape);
+  void resize(DType dtype, std::span<const int64_t> shape) {
+    // Steady state of every loop: same dtype and shape as last time, nothing to do.
+    if (dtype == dtype_ && shape.size() == shape_.size() && std::equal(shape.begin(), shape.end(), shape_.begin()))
+      return;
+    resize_slow(dtype, shape);
+  }
   void resize(DType dtype, std::initializer_list<int64_t> shape) {
     resize(dtype, std::span<const int64_t>(shape.begin(), shape.size()));
   }
@@ -108,6 +114,7 @@ class Tensor {
   std::string describe() const;
 
  private:
+  void resize_slow(DType dtype, std::span<const int64_t> shape);
   template <class T>
   void check() const {
     if (dtype_ != dtype_of<T>()) detail::throw_dtype_mismatch(dtype_, dtype_of<T>());
