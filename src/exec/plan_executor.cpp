@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <thread>
 #include <exception>
+#include <optional>
 
 #include "exec/compiled_step.h"
 #include "exec/reporter.h"
@@ -156,8 +157,8 @@ void execute_inner(StepWrapper& w) {
 
   std::exception_ptr body_error;
   {
-    Reporter reporter(*c);
-    if (c->report_net || !c->reporters.empty()) start_reporters(*c, reporter);
+    std::optional<Reporter> reporter;  // most steps have none: no allocation for them
+    if (c->report_net || !c->reporters.empty()) start_reporters(*c, reporter.emplace(*c));
     try {
       run_body(c);
     } catch (...) {
