@@ -2,10 +2,16 @@
 #pragma once
 
 #include "moka/build/blob_ref.h"
+#include "moka/build/cluster.h"
 #include "moka/build/context.h"
 #include "moka/build/execution_step.h"
 #include "moka/build/net.h"
+#include "moka/build/net_builder.h"
+#include "moka/build/ops.h"
 #include "moka/build/plan.h"
+#include "moka/build/task.h"
+#include "moka/build/task_group.h"
+#include "moka/build/task_output.h"
 #include "moka/core/blob.h"
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
@@ -24,5 +30,6 @@
 #include "moka/ops/operator.h"
 #include "moka/ops/registry.h"
 #include "moka/ops/schema.h"
+#include "moka/session/local_session.h"
 #include "moka/session/node_workspaces.h"
 #include "moka/session/run_task_group.h"

@@ -133,6 +133,7 @@ class StepOrNet {
         })) {}
 
   const Net* net() const { return std::get_if<Net>(&v_); }
+  const ExecutionStep* step() const { return std::get_if<ExecutionStep>(&v_); }
   /// The step: a step as is, a net as to_execution_step(net, default_name), anything else
   /// through its converter.
   ExecutionStep to_step(const std::string& default_name = {}) const;

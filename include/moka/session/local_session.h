@@ -1,0 +1,81 @@
+// LocalSession: runs Tasks, TaskGroups, steps, plans and nets in this process — every node its own workspace (§10, decision 1).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "moka/build/plan.h"
+#include "moka/build/task_group.h"
+#include "moka/defs/task_group_def.h"
+#include "moka/exec/plan_executor.h"
+#include "moka/session/node_workspaces.h"
+
+namespace moka {
+
+/// Options of a LocalSession.
+struct LocalSessionOptions {
+  /// Every node in one workspace, as Caffe2's LocalSession did (for code ported from Caffe2).
+  bool shared_workspace = false;
+  /// Options of every run (cancellation, exception timeout).
+  RunOptions run{};
+};
+
+/// @brief Runs runnables in this process (Caffe2's LocalSession, with moka's decision 1).
+///
+/// A TaskGroup is compiled once per session (decision 2) into one plan per node
+/// (tasks_by_node); the nodes run concurrently, each in its own workspace, which lives as long
+/// as the session — blobs of GLOBAL tasks persist between runs, PRIVATE tasks run in child
+/// workspaces. A Task, ExecutionStep, Plan or Net is run as a GLOBAL TaskGroup holding it.
+/// TaskOutputs are set when the run starts and fetched from the node that produced them; they
+/// keep the node workspaces alive, so they may be fetched after the session is gone.
+/// @code
+///   moka::LocalSession session;
+///   session.run(task);
+///   int64_t v = out.fetch<int64_t>();
+/// @endcode
+/// Thread-safety: one run at a time per session.
+class LocalSession {
+ public:
+  explicit LocalSession(LocalSessionOptions options = {});
+
+  void run(TaskGroup& group);
+  void run(const Task& task);
+  void run(const ExecutionStep& step);
+  void run(const Plan& plan);
+  void run(const Net& net);
+
+  /// The per-node definition this session runs for group (compiling it if needed); it
+  /// serialises with to_json() and runs with `moka run`.
+  const TaskGroupDef& compile(TaskGroup& group);
+
+  /// A node's workspace ("local" by default), for inspection.
+  Workspace& workspace(const std::string& node = "local") { return workspaces_->node(node); }
+  NodeWorkspaces& workspaces() { return *workspaces_; }
+  /// The value of blob on node (a copy of its tensor).
+  Tensor fetch(const std::string& node, const std::string& blob) const;
+
+  void close() { closed_ = true; }
+  bool is_closed() const { return closed_; }
+
+ private:
+  struct Compiled {
+    TaskGroupDef def;
+    std::vector<std::pair<std::string, TaskOutputList>> outputs;  // per node
+  };
+  using Key = std::variant<TaskGroup, Task, ExecutionStep, Plan, Net>;
+  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_group);
+  void run_compiled(Compiled& c);
+  void check_open() const;
+
+  LocalSessionOptions options_;
+  // Shared with the fetch functions of TaskOutputs, which may outlive the session (as in Python,
+  // where the output's closure keeps the session alive).
+  std::shared_ptr<NodeWorkspaces> workspaces_;
+  std::vector<std::pair<Key, std::unique_ptr<Compiled>>> cache_;
+  bool closed_ = false;
+};
+
+}  // namespace moka

@@ -1,0 +1,41 @@
+// Internal: shared state behind the Task and TaskGroup handles.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moka/build/task_group.h"
+
+namespace moka::detail {
+
+struct TaskState {
+  std::string name;
+  std::string node;
+  std::optional<ExecutionStep> step;
+  std::vector<TaskOutput> outputs;
+  std::optional<WorkspaceType> workspace_type;
+  int32_t num_instances = 0;
+  std::weak_ptr<TaskGroupState> group;
+  bool used = false;
+  std::optional<ExecutionStep> step_with_setup;
+};
+
+struct TaskGroupState {
+  std::optional<WorkspaceType> workspace_type;
+  std::vector<Task> tasks_to_add;
+  std::vector<Task> tasks;
+  bool already_used = false;
+  std::vector<std::pair<std::string, ExecutionStep>> report_steps;  // (node, step)
+  std::vector<std::pair<std::string, Net>> report_nets;             // (node, net)
+  std::vector<Net> remote_nets;
+  std::vector<std::pair<int32_t, Net>> report_net_intervals;
+  // tasks_by_node memo: the node map it was computed for, and the result.
+  std::optional<std::map<std::string, std::string>> by_node_map;
+  std::shared_ptr<TaskGroupState> by_node;
+};
+
+}  // namespace moka::detail

@@ -1,0 +1,123 @@
+// LocalSession: compile runnables to per-node plans (cached per session), run them, wire TaskOutputs to node workspaces.
+#include "moka/session/local_session.h"
+
+#include <fmt/format.h>
+
+#include "moka/core/error.h"
+#include "moka/session/run_task_group.h"
+
+namespace moka {
+
+namespace {
+
+TaskGroupDef compile_group(TaskGroup& group, std::vector<std::pair<std::string, TaskOutputList>>& outputs) {
+  TaskGroup grouped = group.tasks_by_node();
+  TaskGroupDef def;
+  for (Task task : grouped.tasks()) {
+    NodePlanDef node;
+    node.node = task.node();
+    Plan plan("task_group_plan");
+    plan.add_step(task.get_step());
+    node.plan = plan.proto();
+    TaskOutputList outs = task.output_list();
+    node.outputs = outs.names();
+    def.nodes.push_back(std::move(node));
+    outputs.emplace_back(task.node(), std::move(outs));
+  }
+  return def;
+}
+
+}  // namespace
+
+LocalSession::LocalSession(LocalSessionOptions options)
+    : options_(std::move(options)), workspaces_(std::make_shared<NodeWorkspaces>(options_.shared_workspace)) {}
+
+void LocalSession::check_open() const {
+  if (closed_) throw InvalidInput("Session is closed.");
+}
+
+LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::function<TaskGroup()>& make_group) {
+  for (auto& [k, c] : cache_)
+    if (k == key) return *c;
+  auto c = std::make_unique<Compiled>();
+  TaskGroup group = make_group();
+  c->def = compile_group(group, c->outputs);
+  cache_.emplace_back(key, std::move(c));
+  return *cache_.back().second;
+}
+
+const TaskGroupDef& LocalSession::compile(TaskGroup& group) {
+  return compiled_for(group, [&] { return group; }).def;
+}
+
+void LocalSession::run(TaskGroup& group) {
+  check_open();
+  run_compiled(compiled_for(group, [&] { return group; }));
+}
+
+void LocalSession::run(const Task& task) {
+  check_open();
+  run_compiled(compiled_for(task, [&] {
+    TaskGroup g(WorkspaceType::Global);
+    g.add(task);
+    return g;
+  }));
+}
+
+void LocalSession::run(const ExecutionStep& step) {
+  check_open();
+  run_compiled(compiled_for(step, [&] {
+    return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); });
+  }));
+}
+
+void LocalSession::run(const Plan& plan) {
+  check_open();
+  run_compiled(compiled_for(plan, [&] {
+    const std::vector<ExecutionStep> steps = plan.steps();
+    if (steps.empty()) throw InvalidInput("LocalSession: the plan has no steps");
+    return TaskGroup(WorkspaceType::Global, [&] {
+      if (steps.size() == 1) {
+        Task({}, steps.front());
+      } else {
+        Task({}, steps);
+      }
+    });
+  }));
+}
+
+void LocalSession::run(const Net& net) {
+  check_open();
+  run_compiled(compiled_for(net, [&] {
+    return TaskGroup(WorkspaceType::Global, [&] { Task({}, execution_step("runnable", net)); });
+  }));
+}
+
+namespace {
+Tensor fetch_from(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob) {
+  const Workspace* ws = nodes.find(node);
+  if (!ws) throw NotFound(fmt::format("node \"{}\" has no workspace in this session", node));
+  const Blob* b = ws->get_blob(blob);
+  if (!b) throw NotFound(fmt::format("blob \"{}\" does not exist on node \"{}\"", blob, node));
+  const Tensor* t = b->tensor_or_null();
+  if (!t || !t->defined())
+    throw TypeError(fmt::format("blob \"{}\" on node \"{}\" holds {}, not a filled tensor", blob, node,
+                                t ? "an empty tensor" : std::string(b->type_name())));
+  return *t;
+}
+}  // namespace
+
+Tensor LocalSession::fetch(const std::string& node, const std::string& blob) const {
+  return fetch_from(*workspaces_, node, blob);
+}
+
+void LocalSession::run_compiled(Compiled& c) {
+  for (auto& [node, outs] : c.outputs) {
+    outs.set_values(outs.names(), [nodes = workspaces_, node = node](const std::string& blob) {
+      return fetch_from(*nodes, node, blob);
+    });
+  }
+  run_task_group(c.def, *workspaces_, options_.run);
+}
+
+}  // namespace moka
