@@ -23,6 +23,7 @@
 #include "moka/defs/plan_def.h"
 #include "moka/defs/task_group_def.h"
 #include "moka/exec/cancel_token.h"
+#include "moka/exec/control_ops.h"
 #include "moka/exec/net.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/ops/arguments.h"

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "moka/core/error.h"
+#include "moka/exec/control_ops.h"
 #include "moka/ops/registry.h"
 
 namespace moka {
@@ -47,6 +48,7 @@ void check_external_io(const NetDef& def) {
 std::string describe_net(const std::string& name) { return fmt::format("net \"{}\"", name); }
 
 SimpleNet::SimpleNet(NetDef def, Workspace* ws) : def_(std::move(def)) {
+  register_control_operators();  // so every net can use If/While/Do (the ops layer cannot reach exec)
   try {
     if (def_.name.empty()) throw InvalidInput("a net needs a name");
     if (!known_net_type(def_.type)) throw InvalidInput(fmt::format("unknown net type \"{}\"", *def_.type));

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "moka/core/error.h"
+#include "moka/exec/control_ops.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/ops/operator.h"
 #include "moka/ops/registry.h"
@@ -45,6 +46,7 @@ void check_step(const ExecutionStepDef& s, const std::set<std::string>& nets, co
 }  // namespace
 
 void check_plan(const PlanDef& plan) {
+  register_control_operators();
   std::set<std::string> names;
   const auto& reg = OperatorRegistry::global();
   for (std::size_t n = 0; n < plan.network.size(); ++n) {

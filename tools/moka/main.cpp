@@ -14,6 +14,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "moka/exec/control_ops.h"
 #include "moka/moka.h"
 
 namespace {
@@ -167,6 +168,7 @@ int cmd_check(const std::string& path) {
 }
 
 int cmd_ops(const std::string& type) {
+  moka::register_control_operators();  // If, While, Do, ... live in the exec layer
   const auto& reg = moka::OperatorRegistry::global();
   if (!type.empty()) {
     const moka::OpSchema* s = reg.schema(type);
