@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <mutex>
 
 #include "moka/core/error.h"
@@ -39,6 +40,19 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
       e.add_context(describe_node(node.node));
       throw;
     }
+  }
+  if (workspaces.shared()) {
+    // One workspace for all nodes: a net name used by two nodes would be re-created by one while
+    // the other runs it.
+    std::map<std::string, std::string> owner;
+    for (const auto& node : group.nodes)
+      for (const auto& net : node.plan.network) {
+        auto [it, fresh] = owner.emplace(net.name, node.node);
+        if (!fresh && it->second != node.node)
+          throw InvalidInput(fmt::format("nodes \"{}\" and \"{}\" both define net \"{}\"; in a shared workspace "
+                                         "net names must be unique across nodes",
+                                         it->second, node.node, net.name));
+      }
   }
   for (const auto& node : group.nodes) {
     Workspace& ws = workspaces.node(node.node);

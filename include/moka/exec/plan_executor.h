@@ -37,7 +37,7 @@ struct RunOptions {
 /// operator, a net or a reporter, rethrown with its dynamic type and its location
 /// (`step "a" > step "b" > net "n" > operator #2 (Add): ...`). Never aborts the process.
 /// Thread-safety: several plans may run concurrently in different workspaces, or in the same
-/// workspace when they touch different blobs.
+/// workspace when they touch different blobs and define different nets.
 void run_plan(Workspace& ws, const PlanDef& plan, const RunOptions& options = {});
 
 /// Runs a single step with the given nets (Caffe2's RunPlan(ExecutionStep)).

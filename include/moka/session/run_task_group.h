@@ -13,7 +13,8 @@ namespace moka {
 /// node's output blobs are created in its workspace, so tasks in child workspaces write them in
 /// place. The first node to fail cancels the others (their runs stop early and blocked operators
 /// wake); when all have returned the first error is rethrown with `node "n"` in its context.
-/// A node with no steps does nothing. `options.cancel`, when given, also stops every node.
+/// A node with no steps does nothing. `options.cancel`, when given, also stops every node. With a
+/// shared workspace, two nodes defining a net of the same name is an InvalidInput.
 /// Thread-safety: concurrent calls must use different NodeWorkspaces or touch different blobs.
 void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const RunOptions& options = {});
 

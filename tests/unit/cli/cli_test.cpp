@@ -534,10 +534,23 @@ TEST_F(Cli, TaskGroupNodesDoNotShareBlobs) {
 }
 
 TEST_F(Cli, TaskGroupSharedWorkspaceOption) {
-  const CliResult r =
-      run({"run", source_path("examples/task_groups/two_nodes.json"), "--shared-workspace", "--fetch", "total,product"});
+  // Each node writes its own blob; in one workspace both are visible.
+  const std::string doc = R"({"nodes": [
+    {"node": "a", "plan": {"network": [{"name": "na", "op": [{"type": "ConstantFill", "output": ["from_a"],
+      "arg": [{"name": "shape", "ints": []}, {"name": "dtype", "i": 10}, {"name": "value", "i": 1}]}]}],
+      "execution_step": [{"name": "s", "network": ["na"]}]}},
+    {"node": "b", "plan": {"network": [{"name": "nb", "op": [{"type": "ConstantFill", "output": ["from_b"],
+      "arg": [{"name": "shape", "ints": []}, {"name": "dtype", "i": 10}, {"name": "value", "i": 2}]}]}],
+      "execution_step": [{"name": "s", "network": ["nb"]}]}}]})";
+  const CliResult r = run({"run", plan_file(doc), "--shared-workspace", "--fetch", "from_a,from_b"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(parse_stdout(r)["product"]["data"], Json::parse("[1024]"));
+  EXPECT_EQ(parse_stdout(r)["from_b"]["data"], Json::parse("[2]"));
+  // The same net name on two nodes cannot share one workspace.
+  std::string clash = doc;
+  for (const char* from : {"\"nb\""}) clash.replace(clash.find(from), 4, "\"na\"");
+  clash.replace(clash.find("[\"nb\"]"), 6, "[\"na\"]");
+  const CliResult c = run({"run", plan_file(clash, "clash.json"), "--shared-workspace"});
+  expect_error(c, 2, {"both define net", "na"});
 }
 
 TEST_F(Cli, TaskGroupInvalidNodeExits2) {

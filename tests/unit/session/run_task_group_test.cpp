@@ -28,14 +28,15 @@ OperatorDef fill_i64(const std::string& out, int64_t v) {
                  {make_arg("shape", std::vector<int64_t>{}), make_arg("value", v), make_arg("dtype", int64_t{10})});
 }
 
-NodePlanDef node_plan(const std::string& node, std::vector<OperatorDef> ops, std::vector<std::string> outputs = {}) {
+NodePlanDef node_plan(const std::string& node, std::vector<OperatorDef> ops, std::vector<std::string> outputs = {},
+                      const std::string& net_name = "net") {
   NodePlanDef n;
   n.node = node;
   NetDef net;
-  net.name = "net";
+  net.name = net_name;
   net.op = std::move(ops);
   n.plan.network.push_back(net);
-  n.plan.execution_step.push_back(step_with_nets("step", {"net"}));
+  n.plan.execution_step.push_back(step_with_nets("step", {net_name}));
   n.outputs = std::move(outputs);
   return n;
 }
@@ -55,13 +56,17 @@ TEST_F(RunTaskGroup, EveryNodeHasItsOwnWorkspace) {
 
 TEST_F(RunTaskGroup, SharedWorkspaceOptionPutsEveryNodeInOne) {
   TaskGroupDef g;
-  g.nodes.push_back(node_plan("local", {fill_i64("a", 1)}));
-  g.nodes.push_back(node_plan("n2", {fill_i64("b", 2)}));
+  g.nodes.push_back(node_plan("local", {fill_i64("a", 1)}, {}, "net_a"));
+  g.nodes.push_back(node_plan("n2", {fill_i64("b", 2)}, {}, "net_b"));
   NodeWorkspaces ws(/*shared=*/true);
   run_task_group(g, ws, {});
   EXPECT_EQ(&ws.node("local"), &ws.node("n2"));
   EXPECT_TRUE(ws.node("local").has_blob("a"));
   EXPECT_TRUE(ws.node("local").has_blob("b"));
+  // The same net name on two nodes would race in one workspace: refused before anything runs.
+  g.nodes[1].plan.network[0].name = "net_a";
+  g.nodes[1].plan.execution_step[0].network = {"net_a"};
+  EXPECT_THROW(run_task_group(g, ws, {}), InvalidInput);
 }
 
 TEST_F(RunTaskGroup, NodesRunConcurrently) {
