@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -39,7 +40,19 @@ struct NetBuilderOptions {
   bool stop_blob_required = false;
   /// Caffe2's `_stop_blob`: use this blob as the stop blob instead of creating one.
   std::optional<BlobRef> stop_blob{};
+  /// Caffe2's `initial_scope`: blobs added to the lexical scope inherited from the enclosing
+  /// builder (the names control-op blocks inside may read and write in place).
+  std::vector<BlobRef> initial_scope{};
+  /// Caffe2's `_use_control_ops` (the builders of ops::IfNet, ops::Else, ops::WhileNet,
+  /// ops::Condition): children may only be nets or other control-op builders, stop blobs are
+  /// refused, and when the body returns the children are merged into one net. Excludes
+  /// stop_blob_required and stop_blob.
+  bool use_control_ops = false;
 };
+
+/// Blob names as a sorted set (Caffe2's Python sets of names, sorted so that generated nets are
+/// deterministic): lexical scopes, the external blobs of control-op branches.
+using BlobNameSet = std::set<std::string>;
 
 class NetBuilder;
 
@@ -56,6 +69,15 @@ struct NetBuilderState;
 struct BuildHooks {
   std::function<void()> on_enter{};
   std::function<void()> on_exit{};
+};
+
+/// @brief Base of the data a specialised builder keeps with its NetBuilder (the fields of
+/// Caffe2's NetBuilder subclasses), found again through NetBuilder::extension() — e.g. ops::Else
+/// finds the ops::IfNet it follows among the enclosing builder's children.
+/// Thread-safety: as NetBuilder.
+class NetBuilderExtension {
+ public:
+  virtual ~NetBuilderExtension();
 };
 
 /// @brief Builds one step out of nets, steps and nested builders (Caffe2's `NetBuilder`).
@@ -115,6 +137,8 @@ class NetBuilder {
   ///
   /// After a normal return, a builder made with stop_blob_required must have a stop blob
   /// ("This NetBuilder (N) requires a stop condition to be set with `stop` or `stop_if`").
+  /// A control-op builder first merges its children into one net (merge_nets of
+  /// control_ops_util.h, keeping only the external outputs in its initial lexical scope).
   /// If body throws, the builder is frozen and the exception propagates. A builder that is
   /// already built refuses ("This NetBuilder (N) has been built already.").
   template <class F>
@@ -124,7 +148,7 @@ class NetBuilder {
     return *this;
   }
   /// build() with hooks around the body: the extension point of specialised builders (loops,
-  /// If, stop guards, setup blocks; later IfNet/WhileNet).
+  /// If, stop guards, setup blocks, IfNet/WhileNet).
   NetBuilder& build(const std::function<void()>& body, const BuildHooks& hooks) {
     run_body(body, hooks);
     return *this;
@@ -143,7 +167,9 @@ class NetBuilder {
   Net current_net(const std::optional<std::string>& name = std::nullopt);
 
   /// @brief Appends a child; a Net becomes the current net, anything else ends it (the next op
-  /// goes to a new net). Adding the same Net twice runs it twice.
+  /// goes to a new net). Adding the same Net twice runs it twice. A control-op builder accepts
+  /// only nets and control-op builders (InvalidInput "Expected Net or NetBuilder with control
+  /// ops ...").
   void add(NetBuilderChild child);
 
   /// @brief The stop blob, created on first use (Caffe2's `stop_blob()`).
@@ -151,6 +177,8 @@ class NetBuilder {
   /// Created as `<current net>/stop_blob`, set false by `Const(false)` in the current net; if
   /// that net is not the first child, a net `stop_blob_init` that also sets it false is
   /// inserted as the first child, so that every run of the step starts un-stopped.
+  /// A control-op builder refuses (InvalidInput "Stop blobs are not used with control operators
+  /// ..."), and so does stop_if().
   BlobRef stop_blob();
   /// The stop blob if one exists, without creating it (Caffe2's `_stop_blob`).
   const std::optional<BlobRef>& existing_stop_blob() const noexcept;
@@ -167,11 +195,36 @@ class NetBuilder {
   void freeze();
   bool is_frozen() const noexcept;
 
+  /// The children so far, without freezing (get() freezes).
+  const std::vector<NetBuilderChild>& children() const noexcept;
+  /// @brief Replaces the children (Caffe2's `_reset_children()` followed by assigning
+  /// `_children`), even of a built builder: control-op blocks replace their body by the net that
+  /// runs it, and ops::Else rewrites the IfNet it follows. The last child becomes the current net
+  /// if it is a Net; the lexical scope goes back to the initial one.
+  void reset_children(std::vector<NetBuilderChild> children = {});
+
+  /// Whether this is a control-op builder (NetBuilderOptions::use_control_ops).
+  bool use_control_ops() const noexcept;
+  /// @brief The blob names visible to control-op blocks built inside this builder (Caffe2's
+  /// `_lexical_scope`): the enclosing builder's scope when this one was made, the initial scope,
+  /// and the names used by the nets (and the scopes of the control-op builders) added since.
+  /// Brought up to date when a nested builder is made (which is when Caffe2's scope is read) and
+  /// by update_lexical_scope(); children() reset by reset_children() leave the initial scope.
+  const BlobNameSet& lexical_scope() const noexcept;
+  /// Recomputes lexical_scope() from the children (Caffe2's `_update_lexical_scope()`).
+  void update_lexical_scope();
+
+  /// Attaches the data of a specialised builder (replacing any earlier one).
+  void set_extension(std::shared_ptr<NetBuilderExtension> extension);
+  /// The data attached by set_extension(), or nullptr.
+  NetBuilderExtension* extension() const noexcept;
+
   friend bool operator==(const NetBuilder& a, const NetBuilder& b) noexcept { return a.state_ == b.state_; }
 
  private:
   void run_body(const std::function<void()>& body, const BuildHooks& hooks);
   void check_mutable() const;
+  void check_no_control_ops(const char* what) const;
 
   std::shared_ptr<detail::NetBuilderState> state_;
 };

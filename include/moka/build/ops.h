@@ -1,6 +1,7 @@
 // The NetBuilder DSL (Caffe2's `net_builder.ops`): free functions in moka::ops that act on the
 // NetBuilder active on this thread. This header holds the core (op, Const, net, stop, call) and
-// includes the typed operator helpers, the control blocks and the setup/report blocks.
+// includes the typed operator helpers, the control blocks (step-based and control-op based) and the
+// setup/report blocks.
 #pragma once
 
 #include <cstdint>
@@ -106,6 +107,8 @@ BlobRefs call(CallableBuilder builder, Inputs inputs = {}, Outputs outputs = 0, 
 
 }  // namespace moka::ops
 
+#include "moka/build/control_ops_util.h"
 #include "moka/build/ops_builtin.h"
 #include "moka/build/ops_control.h"
+#include "moka/build/ops_control_net.h"
 #include "moka/build/ops_setup.h"

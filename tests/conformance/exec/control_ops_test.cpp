@@ -1,22 +1,22 @@
 // Conformance: ports of net_builder_test.py test_if_net and test_while_net (caffe2-tests.md §2.7, §2.8), written
-// as the NetDefs Caffe2's control_ops_util.add_if_op / add_while_op produce (If/While + Do + CreateScope), run as plans.
+// as NetDefs built with control_ops_util's add_if_op / add_while_op / merge_nets (If/While + Do + CreateScope), the
+// way net_builder's _RunIfNet/_RunWhileNet call them, run as plans. (The DSL version is conformance/build.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "moka/build/control_ops_util.h"
 #include "moka/exec/control_ops.h"
 #include "moka/moka.h"
 
 namespace moka {
 namespace {
 
-using Names = std::set<std::string>;  // Python sets; sorted here so the generated nets are deterministic
+using Names = BlobNameSet;  // Python sets; sorted so the generated nets are deterministic
 
-// ---- what core.Net and control_ops_util do, on NetDefs ----
+// ---- what core.Net does, on NetDefs ----
 
 NetDef net(const std::string& name, std::vector<OperatorDef> ops = {}) {
   NetDef n;
@@ -36,18 +36,6 @@ OperatorDef bool_konst(const std::string& out, bool v) {
   return make_op("ConstantFill", {}, {out}, {make_arg("dtype", int64_t{5}), make_arg("value", int64_t{v})});
 }
 
-// Inputs read before any op of the net writes them (core.get_undefined_blobs of the SSA form), in first-use order.
-std::vector<std::string> undefined_inputs(const NetDef& n) {
-  std::vector<std::string> out;
-  Names defined;
-  for (const auto& op : n.op) {
-    for (const auto& in : op.input)
-      if (!defined.count(in) && std::find(out.begin(), out.end(), in) == out.end()) out.push_back(in);
-    defined.insert(op.output.begin(), op.output.end());
-  }
-  return out;
-}
-
 // core.Net adds every undefined input to external_input as ops are added.
 NetDef& declare_inputs(NetDef& n) {
   n.external_input = undefined_inputs(n);
@@ -60,144 +48,9 @@ NetDef pnet(const std::string& name, std::vector<OperatorDef> ops = {}) {
   return declare_inputs(n);
 }
 
-Names used_blob_names(const NetDef& n) {
-  Names s;
-  for (const auto& op : n.op) {
-    s.insert(op.input.begin(), op.input.end());
-    s.insert(op.output.begin(), op.output.end());
-  }
-  return s;
-}
-
 Names operator|(Names a, const Names& b) {
   a.insert(b.begin(), b.end());
   return a;
-}
-
-std::vector<std::string> list(const Names& s) { return {s.begin(), s.end()}; }
-
-// control_ops_util.get_external_blob_names
-std::pair<Names, Names> external_blob_names(const NetDef& n, const Names& lexical_scope) {
-  Names inputs;
-  for (const auto& in : undefined_inputs(n)) {
-    if (!lexical_scope.count(in)) throw InvalidInput("Input blob " + in + " is undefined");
-    inputs.insert(in);
-  }
-  Names outputs;
-  for (const auto& op : n.op)
-    for (const auto& out : op.output)
-      if (lexical_scope.count(out)) outputs.insert(out);
-  return {inputs, outputs};
-}
-
-// NetBuilder.merge_nets: AppendNet in order, keep only external outputs in the outer scope.
-NetDef merge_nets(std::vector<NetDef> nets, const Names& outer) {
-  NetDef merged = nets.front();
-  for (std::size_t i = 1; i < nets.size(); ++i) {
-    merged.op.insert(merged.op.end(), nets[i].op.begin(), nets[i].op.end());
-    for (const auto& e : nets[i].external_input)
-      if (std::find(merged.external_input.begin(), merged.external_input.end(), e) == merged.external_input.end())
-        merged.external_input.push_back(e);
-    merged.external_output.insert(merged.external_output.end(), nets[i].external_output.begin(),
-                                  nets[i].external_output.end());
-  }
-  std::vector<std::string> kept;
-  for (const auto& o : merged.external_output)
-    if (outer.count(o)) kept.push_back(o);
-  merged.external_output = kept;
-  return merged;
-}
-
-// The index of each outer name in inputs+outputs (Python list.index: the first occurrence).
-std::vector<int64_t> outer_idx(const std::vector<std::string>& outer, const std::vector<std::string>& ins,
-                               const std::vector<std::string>& outs) {
-  std::vector<std::string> ordered = ins;
-  ordered.insert(ordered.end(), outs.begin(), outs.end());
-  std::vector<int64_t> idx;
-  for (const auto& name : outer)
-    idx.push_back(std::find(ordered.begin(), ordered.end(), name) - ordered.begin());
-  return idx;
-}
-
-// A net holding one Do of `body` in scope blob `ws_blob` (do_then_net / do_else_net / do_loop_body_net ...).
-NetDef do_net(const std::string& name, const NetDef& body, const Names& in_names, const Names& out_names,
-              const std::string& ws_blob, bool copy_external_blobs) {
-  std::vector<std::string> ins = list(in_names), outs = list(out_names);
-  const std::vector<std::string> outer = list(in_names | out_names);
-  std::vector<Argument> args{make_arg("net", body), make_arg("inner_blobs", outer),
-                             make_arg("outer_blobs_idx", outer_idx(outer, ins, outs))};
-  if (copy_external_blobs) args.push_back(make_arg("copy_external_blobs", true));
-  ins.push_back(ws_blob);
-  outs.push_back(ws_blob);
-  NetDef d = net(name, {make_op("Do", ins, outs, std::move(args))});
-  d.external_output = outs;
-  return declare_inputs(d);
-}
-
-// control_ops_util.add_if_op
-void add_if_op(NetDef& if_net, const std::string& cond, const Names& scope, const NetDef& then_net,
-               const std::optional<NetDef>& else_net = std::nullopt) {
-  auto [then_in, then_out] = external_blob_names(then_net, scope);
-  Names else_in, else_out;
-  if (else_net) std::tie(else_in, else_out) = external_blob_names(*else_net, scope);
-  std::vector<std::string> if_inputs{cond};
-  for (const auto& b : then_in | else_in) if_inputs.push_back(b);
-  std::vector<std::string> if_outputs = list(then_out | else_out);
-
-  const std::string then_ws = if_net.name + "/workspace_if_then";
-  std::vector<Argument> if_args{make_arg("then_net", do_net("do_then_net", then_net, then_in, then_out, then_ws, false))};
-  if_inputs.push_back(then_ws);
-  if_outputs.push_back(then_ws);
-  if_net.op.push_back(make_op("CreateScope", {}, {then_ws}));
-  if (else_net) {
-    const std::string else_ws = if_net.name + "/workspace_if_else";
-    if_args.push_back(make_arg("else_net", do_net("do_else_net", *else_net, else_in, else_out, else_ws, false)));
-    if_inputs.push_back(else_ws);
-    if_outputs.push_back(else_ws);
-    if_net.op.push_back(make_op("CreateScope", {}, {else_ws}));
-  }
-  if_net.op.push_back(make_op("If", if_inputs, if_outputs, std::move(if_args)));
-  if_net.external_output.insert(if_net.external_output.end(), if_outputs.begin(), if_outputs.end());
-  declare_inputs(if_net);
-}
-
-// control_ops_util.add_while_op
-void add_while_op(NetDef& while_net, const std::string& cond, const Names& scope, const NetDef& body,
-                  const std::optional<NetDef>& cond_body = std::nullopt) {
-  auto [in_names, out_names] = external_blob_names(body, scope);
-  in_names = in_names | out_names;  // the loop may not run at all
-  std::vector<std::string> while_inputs{cond};
-  for (const auto& b : in_names) while_inputs.push_back(b);
-  std::vector<std::string> while_outputs = list(out_names);
-
-  const std::string body_ws = while_net.name + "/workspace_loop_body";
-  while_inputs.push_back(body_ws);
-  while_outputs.push_back(body_ws);
-  std::vector<Argument> args{make_arg("loop_net", do_net("do_loop_body_net", body, in_names, out_names, body_ws, true))};
-
-  std::string cond_ws;
-  if (cond_body) {
-    auto [cond_in, cond_out] = external_blob_names(*cond_body, scope);
-    bool writes_cond = false;
-    for (const auto& op : cond_body->op)
-      writes_cond |= std::find(op.output.begin(), op.output.end(), cond) != op.output.end();
-    if (!writes_cond) throw InvalidInput("Condition net does not write into condition blob");
-    cond_out.insert(cond);
-    cond_ws = while_net.name + "/workspace_loop_cond";
-    args.push_back(make_arg("cond_net", do_net("do_loop_condition_net", *cond_body, cond_in, cond_out, cond_ws, false)));
-    for (const auto& b : cond_in)
-      if (!in_names.count(b)) while_inputs.push_back(b);
-    while_inputs.push_back(cond_ws);
-    for (const auto& b : cond_out)
-      if (!out_names.count(b)) while_outputs.push_back(b);
-    while_outputs.push_back(cond_ws);
-    if (!scope.count(cond)) while_net.op.push_back(bool_konst(cond, false));
-  }
-  while_net.op.push_back(make_op("CreateScope", {}, {body_ws}));
-  if (!cond_ws.empty()) while_net.op.push_back(make_op("CreateScope", {}, {cond_ws}));
-  while_net.op.push_back(make_op("While", while_inputs, while_outputs, std::move(args)));
-  while_net.external_output.insert(while_net.external_output.end(), while_outputs.begin(), while_outputs.end());
-  declare_inputs(while_net);
 }
 
 int64_t fetch(const Workspace& ws, const std::string& name) { return ws.blob(name).get<Tensor>().item<int64_t>(); }
