@@ -4,20 +4,12 @@
 
 #include "moka/build/execution_step.h"
 #include "moka/core/error.h"
+#include "support/invalid_input.h"
 
 namespace moka {
 namespace {
 
-template <class F>
-std::string invalid_input(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidInput thrown";
-  return {};
-}
+using testing::invalid_input;
 
 // The automatic step name that follows prev ("step" -> "step_1", "step_4" -> "step_5").
 std::string next_auto(const std::string& prev) {

@@ -7,21 +7,12 @@
 #include "moka/build/context.h"
 #include "moka/build/net.h"
 #include "moka/core/error.h"
+#include "support/invalid_input.h"
 
 namespace moka {
 namespace {
 
-// The message of the InvalidInput that fn throws (fails the test if it throws nothing).
-template <class F>
-std::string invalid_input(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidInput thrown";
-  return {};
-}
+using testing::invalid_input;
 
 const Argument* arg(const OperatorDef& op, const std::string& name) { return find_arg(op.arg, name); }
 

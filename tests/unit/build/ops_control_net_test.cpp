@@ -17,22 +17,14 @@
 #include "moka/core/workspace.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/moka.h"
+#include "support/invalid_input.h"
 
 namespace moka {
 namespace {
 
 using ops::Const;
 
-template <class F>
-std::string invalid_input(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidInput thrown";
-  return {};
-}
+using testing::invalid_input;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

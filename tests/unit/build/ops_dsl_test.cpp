@@ -15,20 +15,12 @@
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
 #include "moka/exec/plan_executor.h"
+#include "support/invalid_input.h"
 
 namespace moka {
 namespace {
 
-template <class F>
-std::string invalid_input(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidInput thrown";
-  return {};
-}
+using testing::invalid_input;
 
 int64_t i64(const Workspace& ws, const BlobRef& b) { return ws.blob(b.name()).get<Tensor>().item<int64_t>(); }
 bool boolean(const Workspace& ws, const BlobRef& b) { return ws.blob(b.name()).get<Tensor>().item<bool>(); }

@@ -11,20 +11,12 @@
 #include "moka/core/workspace.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/ops/stats.h"
+#include "support/invalid_input.h"
 
 namespace moka {
 namespace {
 
-template <class F>
-std::string invalid_input(F&& fn) {
-  try {
-    fn();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidInput thrown";
-  return {};
-}
+using testing::invalid_input;
 
 Net filled_net(const std::string& name) {
   Net n(name);
