@@ -34,3 +34,4 @@
 #include "moka/session/local_session.h"
 #include "moka/session/node_workspaces.h"
 #include "moka/session/run_task_group.h"
+#include "moka/session/session.h"

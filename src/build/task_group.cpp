@@ -146,4 +146,17 @@ std::string TaskGroup::repr() const {
                      state_->workspace_type ? workspace_type_name(*state_->workspace_type) : "None", repr_list(nets));
 }
 
+namespace ops {
+
+ExecutionStep local_reporter(int64_t interval_ms, const std::function<void()>& body, const ReporterOptions& options) {
+  TaskGroup* group = TaskGroup::current(/*required=*/false);
+  if (!group) throw InvalidInput("ops::local_reporter needs an active TaskGroup");
+  NetBuilder reporter({.name = options.name});
+  reporter.build(body);
+  ExecutionStep step = to_execution_step(reporter);
+  group->report_step(step, std::nullopt, interval_ms);
+  return step;
+}
+
+}  // namespace ops
 }  // namespace moka

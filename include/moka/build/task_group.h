@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "moka/build/ops_setup.h"
 #include "moka/build/task.h"
 
 namespace moka {
@@ -66,4 +67,13 @@ class TaskGroup {
   std::shared_ptr<detail::TaskGroupState> state_;
 };
 
+namespace ops {
+
+/// @brief A report step of the active TaskGroup on the current node (Caffe2's
+/// `ops.local_reporter`): body becomes a step run every interval_ms while the group's tasks run
+/// on this node, and once after they finished. Requires an active TaskGroup.
+ExecutionStep local_reporter(int64_t interval_ms, const std::function<void()>& body,
+                             const ReporterOptions& options = {});
+
+}  // namespace ops
 }  // namespace moka

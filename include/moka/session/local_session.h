@@ -12,6 +12,7 @@
 #include "moka/defs/task_group_def.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/session/node_workspaces.h"
+#include "moka/session/session.h"
 
 namespace moka {
 
@@ -37,15 +38,15 @@ struct LocalSessionOptions {
 ///   int64_t v = out.fetch<int64_t>();
 /// @endcode
 /// Thread-safety: one run at a time per session.
-class LocalSession {
+class LocalSession final : public Session {
  public:
   explicit LocalSession(LocalSessionOptions options = {});
 
-  void run(TaskGroup& group);
-  void run(const Task& task);
-  void run(const ExecutionStep& step);
-  void run(const Plan& plan);
-  void run(const Net& net);
+  void run(TaskGroup& group) override;
+  void run(const Task& task) override;
+  void run(const ExecutionStep& step) override;
+  void run(const Plan& plan) override;
+  void run(const Net& net) override;
 
   /// The per-node definition this session runs for group (compiling it if needed); it
   /// serialises with to_json() and runs with `moka run`.
@@ -57,8 +58,8 @@ class LocalSession {
   /// The value of blob on node (a copy of its tensor).
   Tensor fetch(const std::string& node, const std::string& blob) const;
 
-  void close() { closed_ = true; }
-  bool is_closed() const { return closed_; }
+  void close() override { closed_ = true; }
+  bool is_closed() const override { return closed_; }
 
  private:
   struct Compiled {

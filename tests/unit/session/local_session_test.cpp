@@ -122,6 +122,31 @@ TEST(LocalSession, ReportStepRunsAfterAllTasksOfItsNode) {
   EXPECT_TRUE(saw_all_done.load());
 }
 
+TEST(LocalSession, LocalReporterRunsOnItsNodeAfterTheTasks) {
+  static std::atomic<int> done{0};
+  static std::atomic<bool> reported_after{false};
+  done = 0;
+  reported_after = false;
+  TaskGroup tg([&] {
+    Node("n2", [&] {
+      Task([&] {
+        ops::call(CallableFn([](std::span<Blob* const>, std::span<Blob* const>) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          done = 1;
+        }));
+        ops::local_reporter(100000, [&] {
+          ops::call(CallableFn([](std::span<Blob* const>, std::span<Blob* const>) {
+            if (done == 1) reported_after = true;
+          }));
+        });
+      });
+    });
+  });
+  LocalSession().run(tg);
+  EXPECT_TRUE(reported_after.load());
+  EXPECT_THROW(ops::local_reporter(10, [] {}), InvalidInput);  // no active TaskGroup
+}
+
 TEST(LocalSession, TaskErrorsNameTheirPathAndCancelSiblings) {
   TaskGroup tg([&] {
     Task({.name = "looping"}, [&] { ops::loop(int64_t{1} << 40, [&] { ops::Const(0); }); });  // would run "forever"
@@ -181,8 +206,10 @@ TEST(LocalSession, MisuseIsAnError) {
   } catch (const InvalidInput& e) {
     EXPECT_STREQ(e.what(), "Cannot modify task since it is already been used.");
   }
-  session.close();
-  EXPECT_THROW(session.run(tg), InvalidInput);
+  Session& as_session = session;  // usable through the Session interface
+  as_session.close();
+  EXPECT_TRUE(as_session.is_closed());
+  EXPECT_THROW(as_session.run(tg), InvalidInput);
   EXPECT_THROW(ops::Const(1), InvalidInput);  // no active NetBuilder
   TaskGroup typed(WorkspaceType::Global);
   EXPECT_THROW(typed.add(Task({.workspace_type = WorkspaceType::Private})), InvalidInput);
