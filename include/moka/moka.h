@@ -26,6 +26,7 @@
 #include "moka/exec/control_ops.h"
 #include "moka/exec/net.h"
 #include "moka/exec/plan_executor.h"
+#include "moka/exec/prepared_plan.h"
 #include "moka/ops/arguments.h"
 #include "moka/ops/callable.h"
 #include "moka/ops/operator.h"

@@ -80,6 +80,7 @@ Blob* Workspace::create_local_blob(std::string_view name) {
   std::unique_lock lk(mu_);
   auto it = blobs_.find(name);
   if (it != blobs_.end()) return it->second.get();
+  bump_generation();
   return blobs_.emplace(std::string(name), std::make_unique<Blob>()).first->second.get();
 }
 
@@ -88,6 +89,7 @@ bool Workspace::remove_blob(std::string_view name) {
   auto it = blobs_.find(name);
   if (it == blobs_.end()) return false;
   blobs_.erase(it);
+  bump_generation();
   return true;
 }
 
@@ -103,6 +105,18 @@ void Workspace::rename_blob(std::string_view from, std::string_view to) {
   auto owned = std::move(it->second);
   blobs_.erase(it);
   blobs_.emplace(std::string(to), std::move(owned));
+  bump_generation();
+}
+
+uint64_t Workspace::chain_generation() const noexcept {
+  uint64_t sum = 0;
+  for (const Workspace* w = this; w; w = w->parent_) sum += w->generation();
+  return sum;
+}
+
+void Workspace::reset_local_blobs() {
+  std::shared_lock lk(mu_);
+  for (auto& [name, blob] : blobs_) blob->reset();
 }
 
 std::vector<std::string> Workspace::local_blobs() const {
@@ -141,6 +155,7 @@ void Workspace::add_blob_mapping(Workspace* parent, const ForwardMap& forwarded)
     if (blobs_.count(local))
       throw InvalidInput(fmt::format("cannot forward \"{}\": a local blob of that name exists", local));
   for (const auto& [local, remote] : forwarded) forwarded_[local] = Forward{parent, remote};
+  bump_generation();
 }
 
 NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
@@ -156,9 +171,11 @@ NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
           net->name()));
     replaced = std::move(it->second);
     it->second = std::move(net);
+    bump_generation();
     return it->second.get();
   }
   std::string name = net->name();
+  bump_generation();
   return nets_.emplace(std::move(name), std::move(net)).first->second.get();
 }
 
@@ -175,6 +192,7 @@ bool Workspace::remove_net(std::string_view name) {
   if (it == nets_.end()) return false;
   doomed = std::move(it->second);
   nets_.erase(it);
+  bump_generation();
   return true;
 }
 

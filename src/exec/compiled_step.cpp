@@ -12,9 +12,9 @@ namespace moka::detail {
 
 std::string describe_step(const ExecutionStepDef& step) { return fmt::format("step \"{}\"", step.name); }
 
-void keep_forever(std::shared_ptr<void> p) {
+void keep_forever(std::shared_ptr<const void> p) {
   static std::mutex mu;
-  static auto* graveyard = new std::vector<std::shared_ptr<void>>();
+  static auto* graveyard = new std::vector<std::shared_ptr<const void>>();
   std::lock_guard lk(mu);
   graveyard->push_back(std::move(p));
 }
@@ -28,13 +28,9 @@ SimpleNet* PlanContext::net(Workspace& ws, const std::string& name, const std::s
   if (it == net_defs.end())
     throw InvalidInput(fmt::format("ExecutionStep {} uses undefined net {}", step_name, name));
   std::lock_guard lk(created_mu);
-  const auto key = std::make_pair(static_cast<const Workspace*>(&ws), name);
-  const bool first_use = std::find(created.begin(), created.end(), key) == created.end();
-  NetBase* existing = ws.get_net(name);
-  if (first_use || existing == nullptr) {
-    if (first_use) created.push_back(key);
-    return create_net(ws, *it->second, /*overwrite=*/true);
-  }
+  const bool first_use = created.emplace(&ws, name).second;
+  NetBase* existing = first_use ? nullptr : ws.get_net(name);
+  if (existing == nullptr) return create_net(ws, *it->second, /*overwrite=*/true);
   auto* net = dynamic_cast<SimpleNet*>(existing);
   if (!net) throw InvalidInput(fmt::format("Network {} not found.", name));
   return net;
@@ -62,6 +58,7 @@ void inject_workspace_id(Workspace& ws, PlanContext& ctx) {
 CompiledStep::CompiledStep(const ExecutionStepDef& s, Workspace* parent_ws, PlanContext& c)
     : step(s), ctx(c), ws(parent_ws) {
   if (step.create_workspace.value_or(false)) {
+    parent_generation = parent_ws->chain_generation();
     owned_ws = std::make_unique<Workspace>(parent_ws);
     ws = owned_ws.get();
     inject_workspace_id(*ws, ctx);
@@ -87,7 +84,17 @@ CompiledStep::CompiledStep(const ExecutionStepDef& s, Workspace* parent_ws, Plan
     if (!step.report_interval) throw InvalidInput("A report_interval must be provided if report_net is set.");
     report_net = ctx.net(*ws, *step.report_net, step.name);
   }
+  if (owned_ws) own_generation = owned_ws->generation();
 }
+
+bool CompiledStep::recyclable() const {
+  return owned_ws && !cancelled.load() && !got_failure.load() && !ctx.abandoned.load() &&
+         owned_ws->generation() == own_generation && owned_ws->parent()->chain_generation() == parent_generation;
+}
+
+void CompiledStep::recycle() { owned_ws->reset_local_blobs(); }
+
+void CompiledStep::reuse() { inject_workspace_id(*owned_ws, ctx); }
 
 CompiledStep::~CompiledStep() {
   // Substeps and nets live in ws; drop them before a child workspace goes.
@@ -121,6 +128,7 @@ std::exception_ptr CompiledStep::first_exception() const {
 
 void CompiledStep::cancel() {
   if (cancelled.exchange(true)) return;  // once: operators count and react to every cancel()
+  ctx.dirty.store(true);
   for (auto& w : reporters) w->cancel();
   for (auto& w : recurring) w->cancel();
   for (SimpleNet* n : nets) n->cancel();
@@ -143,20 +151,46 @@ StepWrapper::~StepWrapper() = default;
 
 std::shared_ptr<CompiledStep> StepWrapper::compiled() {
   if (cached_) return cached_;
-  auto fresh = std::make_shared<CompiledStep>(step_, ws_, ctx_);
+  std::shared_ptr<CompiledStep> step;
+  std::vector<std::shared_ptr<CompiledStep>> stale;  // destroyed outside the lock
+  {
+    std::lock_guard lk(live_mu_);
+    const uint64_t parent_generation = ws_->chain_generation();
+    // Entries released in this run stay for the next one (they sit at the back).
+    while (!free_.empty() && !step && free_.front()->released_in_run < ctx_.run_id) {
+      auto c = std::move(free_.front());
+      free_.pop_front();
+      if (c->parent_generation == parent_generation && !cancelled_.load())
+        step = std::move(c);
+      else
+        stale.push_back(std::move(c));
+    }
+  }
+  if (step) {
+    step->reuse();
+  } else {
+    step = std::make_shared<CompiledStep>(step_, ws_, ctx_);
+  }
   std::lock_guard lk(live_mu_);
-  if (cancelled_.load()) fresh->cancel();
-  live_.push_back(fresh);
-  return fresh;
+  if (cancelled_.load()) step->cancel();
+  live_.push_back(step);
+  return step;
 }
 
 void StepWrapper::release(const std::shared_ptr<CompiledStep>& c) {
   if (c == cached_) return;
+  const bool recycle = c->recyclable();
+  if (recycle) {
+    c->recycle();
+    c->released_in_run = ctx_.run_id;
+  }
   std::lock_guard lk(live_mu_);
   live_.remove(c);
+  if (recycle && !cancelled_.load()) free_.push_back(c);
 }
 
 void StepWrapper::cancel() {
+  ctx_.dirty.store(true);
   cancelled_.store(true);
   if (cached_) cached_->cancel();
   std::lock_guard lk(live_mu_);

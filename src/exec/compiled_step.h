@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,8 +28,10 @@ struct PlanContext {
   RunOptions options;
   std::atomic<int32_t> workspace_seq{0};  // GLOBAL_WORKSPACE_ID sequence (§3.8)
   std::atomic<bool> abandoned{false};     // a worker ignored cancellation; keep all state alive
+  std::atomic<bool> dirty{false};         // something was cancelled: compiled state is not reusable
+  uint64_t run_id = 0;                    // which run of a PreparedPlan this is (set between runs)
   std::mutex created_mu;
-  std::vector<std::pair<const Workspace*, std::string>> created;  // nets instantiated by this run
+  std::set<std::pair<const Workspace*, std::string>> created;  // nets instantiated by this run
 
   /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
   /// run are re-created on first use, as Caffe2 does).
@@ -41,7 +45,10 @@ class CompiledStep;
 
 /// A step in the tree. Steps without create_workspace compile once, eagerly, at construction
 /// (so all their nets exist before anything runs, §3.3); create_workspace steps compile afresh
-/// for every execution, in a new child workspace.
+/// for every execution, in a new child workspace — or, in a later run of a PreparedPlan, take
+/// a compiled step of an earlier run whose child workspace was emptied, when nothing made its
+/// bindings stale. (Never within one run: concurrent instances each construct their own
+/// operators, as Caffe2's test_multi_instance_python_op requires.)
 class StepWrapper {
  public:
   StepWrapper(const ExecutionStepDef& step, Workspace* ws, PlanContext& ctx);
@@ -63,6 +70,7 @@ class StepWrapper {
   std::shared_ptr<CompiledStep> cached_;
   std::mutex live_mu_;
   std::list<std::shared_ptr<CompiledStep>> live_;
+  std::deque<std::shared_ptr<CompiledStep>> free_;  // recyclable fresh steps (create_workspace only)
   std::atomic<bool> cancelled_{false};
 };
 
@@ -84,6 +92,14 @@ class CompiledStep {
   void fail(std::exception_ptr e);
   std::exception_ptr first_exception() const;
   void cancel();
+  /// A create_workspace step: true when it can serve another execution — it ran without
+  /// failure or cancellation, nothing created or removed blobs or nets in its child workspace
+  /// at run time, and the parent chain is unchanged since it was compiled.
+  bool recyclable() const;
+  /// Empties the child workspace (keeping its blobs, which operators point to) for reuse.
+  void recycle();
+  /// Prepares a recycled step for a new execution (a new GLOBAL_WORKSPACE_ID, §3.8).
+  void reuse();
 
   const ExecutionStepDef& step;
   PlanContext& ctx;
@@ -97,6 +113,9 @@ class CompiledStep {
   int64_t max_iters = 1;  // INT64_MAX for "until should_stop"
   std::atomic<bool> cancelled{false};
   std::atomic<bool> got_failure{false};
+  uint64_t parent_generation = 0;  // parent chain's generation when compiled
+  uint64_t own_generation = 0;     // the child workspace's generation after compiling
+  uint64_t released_in_run = 0;    // PlanContext::run_id when it was recycled
 
  private:
   mutable std::mutex ex_mu_;
@@ -107,6 +126,6 @@ class CompiledStep {
 std::string describe_step(const ExecutionStepDef& step);
 
 /// Keeps objects alive forever (state of a run whose worker could not be stopped).
-void keep_forever(std::shared_ptr<void> p);
+void keep_forever(std::shared_ptr<const void> p);
 
 }  // namespace moka::detail

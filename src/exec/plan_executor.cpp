@@ -13,6 +13,7 @@
 #include "exec/compiled_step.h"
 #include "exec/reporter.h"
 #include "moka/core/error.h"
+#include "moka/exec/prepared_plan.h"
 #include "moka/exec/worker_pool.h"
 
 namespace moka {
@@ -184,26 +185,63 @@ void execute(StepWrapper& w) {
   }
 }
 
-void run_steps(Workspace& ws, const std::vector<ExecutionStepDef>& steps, const std::vector<NetDef>& nets,
-               const RunOptions& options) {
-  auto ctx = std::make_shared<PlanContext>(nets, options);
-  for (const auto& step : steps) {
-    if (ctx->external_stop()) return;
-    std::shared_ptr<StepWrapper> wrapper;
+// What a plan run keeps: the context and top-level step wrappers (with their instantiated nets),
+// reusable by the next run when the run ended cleanly and the workspace chain is unchanged.
+struct RunState {
+  RunState(Workspace& w, const PlanDef& p) : ws(w), plan(p) {}
+  Workspace& ws;
+  const PlanDef& plan;
+  std::shared_ptr<PlanContext> ctx;
+  std::vector<std::shared_ptr<StepWrapper>> wrappers;  // destroyed before ctx (they refer to it)
+  bool reusable = false;
+  uint64_t generation_after = 0;
+  int64_t instantiations = 0;
+  bool abandoned = false;  // some run left a stuck worker behind
+
+  void drop() {
+    wrappers.clear();
+    ctx.reset();
+  }
+};
+
+void run_steps(RunState& st, const RunOptions& options) {
+  const bool reuse = st.reusable && st.ws.chain_generation() == st.generation_after;
+  st.reusable = false;
+  if (reuse) {
+    st.ctx->options = options;
+    st.ctx->workspace_seq.store(0);
+    st.ctx->created.clear();
+    ++st.ctx->run_id;
+  } else {
+    st.drop();
+    st.ctx = std::make_shared<PlanContext>(st.plan.network, options);
+    ++st.instantiations;
+  }
+  PlanContext& ctx = *st.ctx;
+  const auto& steps = st.plan.execution_step;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (ctx.external_stop()) return;
     try {
-      wrapper = std::make_shared<StepWrapper>(step, &ws, *ctx);
+      // Each top-level step is instantiated just before it first runs (§3.2).
+      if (i == st.wrappers.size()) st.wrappers.push_back(std::make_shared<StepWrapper>(steps[i], &st.ws, ctx));
+      StepWrapper* wrapper = st.wrappers[i].get();
       // Destroyed before the wrapper, so the callback never outlives it.
-      auto sub = options.cancel ? options.cancel->subscribe([w = wrapper.get()] { w->cancel(); })
+      auto sub = options.cancel ? options.cancel->subscribe([wrapper] { wrapper->cancel(); })
                                 : CancelToken::Subscription{};
       execute(*wrapper);
     } catch (...) {
-      if (ctx->abandoned.load()) {
-        keep_forever(ctx);
-        keep_forever(wrapper);
+      if (ctx.abandoned.load()) {
+        st.abandoned = true;
+        keep_forever(st.ctx);
+        for (auto& w : st.wrappers) keep_forever(w);
       }
+      st.drop();
       throw;
     }
   }
+  if (ctx.dirty.load() || ctx.external_stop()) return;
+  st.reusable = true;
+  st.generation_after = st.ws.chain_generation();
 }
 
 }  // namespace
@@ -212,8 +250,44 @@ void run_steps(Workspace& ws, const std::vector<ExecutionStepDef>& steps, const 
 void run_plan(Workspace& ws, const PlanDef& plan, const RunOptions& options) {
   if (plan.execution_step.empty()) return;  // Caffe2: "Nothing to run - did you define a correct plan?"
   check_plan(plan);
-  detail::run_steps(ws, plan.execution_step, plan.network, options);
+  detail::RunState st(ws, plan);
+  detail::run_steps(st, options);
 }
+
+namespace detail {
+struct PreparedState {
+  PreparedState(Workspace& ws, PlanDef p) : plan(std::make_shared<const PlanDef>(std::move(p))), run(ws, *plan) {}
+  ~PreparedState() {
+    if (run.abandoned) keep_forever(plan);  // a stuck worker may still read it
+  }
+  std::shared_ptr<const PlanDef> plan;
+  RunState run;
+  std::atomic<bool> running{false};
+};
+}  // namespace detail
+
+PreparedPlan::PreparedPlan(Workspace& ws, PlanDef plan) {
+  check_plan(plan);
+  state_ = std::make_unique<detail::PreparedState>(ws, std::move(plan));
+}
+
+PreparedPlan::~PreparedPlan() = default;
+
+void PreparedPlan::run(const RunOptions& options) {
+  if (state_->plan->execution_step.empty()) return;
+  if (state_->running.exchange(true))
+    throw InvalidInput(fmt::format("plan \"{}\" is already running; a PreparedPlan runs one run at a time",
+                                   state_->plan->name));
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running.store(false); }
+  } done{state_->running};
+  detail::run_steps(state_->run, options);
+}
+
+const PlanDef& PreparedPlan::plan() const noexcept { return *state_->plan; }
+Workspace& PreparedPlan::workspace() const noexcept { return state_->run.ws; }
+int64_t PreparedPlan::num_instantiations() const noexcept { return state_->run.instantiations; }
 
 void run_step(Workspace& ws, const ExecutionStepDef& step, const std::vector<NetDef>& nets,
               const RunOptions& options) {

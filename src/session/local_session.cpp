@@ -112,12 +112,20 @@ Tensor LocalSession::fetch(const std::string& node, const std::string& blob) con
 }
 
 void LocalSession::run_compiled(Compiled& c) {
-  for (auto& [node, outs] : c.outputs) {
-    outs.set_values(outs.names(), [nodes = workspaces_, node = node](const std::string& blob) {
-      return fetch_from(*nodes, node, blob);
-    });
+  if (!c.outputs_set) {
+    for (auto& [node, outs] : c.outputs) {
+      outs.set_values(outs.names(), [nodes = workspaces_, node = node](const std::string& blob) {
+        return fetch_from(*nodes, node, blob);
+      });
+    }
+    c.outputs_set = true;
   }
-  run_task_group(c.def, *workspaces_, options_.run);
+  if (!options_.reuse_nets) {
+    run_task_group(c.def, *workspaces_, options_.run);
+    return;
+  }
+  if (!c.prepared) c.prepared = std::make_unique<PreparedTaskGroup>(c.def, *workspaces_);
+  c.prepared->run(options_.run);
 }
 
 }  // namespace moka

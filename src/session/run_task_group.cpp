@@ -17,50 +17,60 @@ namespace {
 
 std::string describe_node(const std::string& node) { return fmt::format("node \"{}\"", node); }
 
-void run_node(const NodePlanDef& node, Workspace& ws, const RunOptions& options) {
+// Runs f, adding the node to the context of any error.
+template <class F>
+void with_node_context(const std::string& node, F&& f) {
   try {
-    run_plan(ws, node.plan, options);
+    f();
   } catch (Error& e) {
-    e.add_context(describe_node(node.node));
+    e.add_context(describe_node(node));
     throw;
   } catch (const std::exception& e) {
     RuntimeError wrapped(e.what());
-    wrapped.add_context(describe_node(node.node));
+    wrapped.add_context(describe_node(node));
     std::throw_with_nested(wrapped);
   }
+}
+
+void check_shared_net_names(const TaskGroupDef& group) {
+  // One workspace for all nodes: a net name used by two nodes would be re-created by one while
+  // the other runs it.
+  std::map<std::string, std::string> owner;
+  for (const auto& node : group.nodes)
+    for (const auto& net : node.plan.network) {
+      auto [it, fresh] = owner.emplace(net.name, node.node);
+      if (!fresh && it->second != node.node)
+        throw InvalidInput(fmt::format("nodes \"{}\" and \"{}\" both define net \"{}\"; in a shared workspace "
+                                       "net names must be unique across nodes",
+                                       it->second, node.node, net.name));
+    }
 }
 
 }  // namespace
 
 void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const RunOptions& options) {
-  for (const auto& node : group.nodes) {
-    try {
-      check_plan(node.plan);
-    } catch (Error& e) {
-      e.add_context(describe_node(node.node));
-      throw;
-    }
-  }
-  if (workspaces.shared()) {
-    // One workspace for all nodes: a net name used by two nodes would be re-created by one while
-    // the other runs it.
-    std::map<std::string, std::string> owner;
-    for (const auto& node : group.nodes)
-      for (const auto& net : node.plan.network) {
-        auto [it, fresh] = owner.emplace(net.name, node.node);
-        if (!fresh && it->second != node.node)
-          throw InvalidInput(fmt::format("nodes \"{}\" and \"{}\" both define net \"{}\"; in a shared workspace "
-                                         "net names must be unique across nodes",
-                                         it->second, node.node, net.name));
-      }
-  }
-  for (const auto& node : group.nodes) {
-    Workspace& ws = workspaces.node(node.node);
+  PreparedTaskGroup(group, workspaces).run(options);
+}
+
+PreparedTaskGroup::PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces)
+    : group_(std::move(group)), workspaces_(workspaces) {
+  for (const auto& node : group_.nodes)  // PreparedPlan checks the plan
+    with_node_context(node.node, [&] {
+      plans_.push_back(std::make_unique<PreparedPlan>(workspaces_.node(node.node), node.plan));
+    });
+  if (workspaces_.shared()) check_shared_net_names(group_);
+}
+
+PreparedTaskGroup::~PreparedTaskGroup() = default;
+
+void PreparedTaskGroup::run(const RunOptions& options) {
+  for (const auto& node : group_.nodes) {
+    Workspace& ws = workspaces_.node(node.node);
     for (const auto& out : node.outputs) ws.create_blob(out);
   }
-  if (group.nodes.empty()) return;
-  if (group.nodes.size() == 1) {
-    run_node(group.nodes[0], workspaces.node(group.nodes[0].node), options);
+  if (group_.nodes.empty()) return;
+  if (group_.nodes.size() == 1) {
+    with_node_context(group_.nodes[0].node, [&] { plans_[0]->run(options); });
     return;
   }
 
@@ -77,13 +87,14 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
     std::exception_ptr first_error;
   };
   auto state = std::make_shared<State>();
-  state->remaining = group.nodes.size();
-  for (const auto& node : group.nodes) {
-    Workspace* ws = &workspaces.node(node.node);
-    detail::WorkerPool::global().submit([state, token, &node, ws, node_options] {
+  state->remaining = group_.nodes.size();
+  for (std::size_t i = 0; i < group_.nodes.size(); ++i) {
+    PreparedPlan* plan = plans_[i].get();
+    const std::string* node = &group_.nodes[i].node;
+    detail::WorkerPool::global().submit([state, token, plan, node, node_options] {
       std::exception_ptr error;
       try {
-        run_node(node, *ws, node_options);
+        with_node_context(*node, [&] { plan->run(node_options); });
       } catch (...) {
         error = std::current_exception();
         token->cancel();

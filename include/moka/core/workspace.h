@@ -1,6 +1,8 @@
 // Workspace: named blobs with a parent chain and forwarded blobs, plus a registry of instantiated nets (Caffe2 §1.1).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -82,6 +84,20 @@ class Workspace {
   const std::string& root_folder() const noexcept { return root_folder_; }
   void set_root_folder(std::string folder) { root_folder_ = std::move(folder); }
 
+  /// @brief A count that changes whenever a blob or net of this workspace (not of its parents)
+  /// is created, removed or renamed, or blobs are forwarded into it.
+  ///
+  /// Instantiated nets hold pointers to blobs and resolve names once; a prepared plan compares
+  /// chain_generation() with the value it saw to know whether its bindings are still those a
+  /// fresh instantiation would make. Thread-safety: an atomic read.
+  uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+  /// The sum of generation() over this workspace and its parents (changes when any of them does).
+  uint64_t chain_generation() const noexcept;
+  /// @brief Empties every local blob (the blob objects and names stay, so pointers held by
+  /// instantiated operators remain valid). Used to recycle a child workspace as if it were new.
+  /// Thread-safety: no other thread may use the local blobs meanwhile.
+  void reset_local_blobs();
+
   /// Calls f on every live workspace of the process (Caffe2 Workspace::ForEach). A process-wide
   /// lock is held meanwhile, so f must not create or destroy workspaces.
   static void for_each(const std::function<void(Workspace*)>& f);
@@ -99,7 +115,10 @@ class Workspace {
   using NameMap = std::unordered_map<std::string, V, NameHash, std::equal_to<>>;
   Blob* find_local(std::string_view name) const;  // requires mu_ held
 
+  void bump_generation() noexcept { generation_.fetch_add(1, std::memory_order_acq_rel); }
+
   Workspace* parent_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
   std::string root_folder_ = ".";
   mutable std::shared_mutex mu_;
   NameMap<std::unique_ptr<Blob>> blobs_;

@@ -12,6 +12,7 @@
 #include "moka/defs/task_group_def.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/session/node_workspaces.h"
+#include "moka/session/run_task_group.h"
 #include "moka/session/session.h"
 
 namespace moka {
@@ -22,6 +23,9 @@ struct LocalSessionOptions {
   bool shared_workspace = false;
   /// Options of every run (cancellation, exception timeout).
   RunOptions run{};
+  /// Keep each compiled runnable's instantiated nets between runs (PreparedPlan; decision 11).
+  /// false: every run instantiates afresh, as Caffe2 did.
+  bool reuse_nets = true;
 };
 
 /// @brief Runs runnables in this process (Caffe2's LocalSession, with moka's decision 1).
@@ -30,7 +34,8 @@ struct LocalSessionOptions {
 /// (tasks_by_node); the nodes run concurrently, each in its own workspace, which lives as long
 /// as the session — blobs of GLOBAL tasks persist between runs, PRIVATE tasks run in child
 /// workspaces. A Task, ExecutionStep, Plan or Net is run as a GLOBAL TaskGroup holding it.
-/// TaskOutputs are set when the run starts and fetched from the node that produced them; they
+/// Runs after the first reuse its instantiated nets while the node workspaces keep the same
+/// blobs and nets (PreparedTaskGroup; options.reuse_nets). TaskOutputs are set when the first run starts and fetched from the node that produced them; they
 /// keep the node workspaces alive, so they may be fetched after the session is gone.
 /// @code
 ///   moka::LocalSession session;
@@ -65,6 +70,8 @@ class LocalSession final : public Session {
   struct Compiled {
     TaskGroupDef def;
     std::vector<std::pair<std::string, TaskOutputList>> outputs;  // per node
+    bool outputs_set = false;
+    std::unique_ptr<PreparedTaskGroup> prepared;  // made by the first run
   };
   using Key = std::variant<TaskGroup, Task, ExecutionStep, Plan, Net>;
   Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_group);
