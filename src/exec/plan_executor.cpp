@@ -74,16 +74,15 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   const std::size_t jobs = n * instances;
   if (jobs == 0) return;
   auto block = std::make_shared<Block>(jobs);
-  auto& pool = WorkerPool::global();
   // Every job goes to the pool, none to this thread: a job stuck in an operator that ignores
-  // cancellation must not keep this thread from reporting the error after the timeout.
-  for (std::size_t j = 0; j < jobs; ++j)
-    pool.submit([step = c, block, j, n]() mutable {
-      const bool ok = run_job(*step, j % n);
-      step.reset();  // drop our reference first, so the last one (and a stored exception) dies in the waiter
-      block->finish(ok);
-    });
+  // cancellation must not keep this thread from reporting the error after the timeout. The
+  // jobs use raw pointers: this thread keeps c and block alive until every job has finished
+  // (or keeps them forever when it gives up on a stuck one), so their last references die here.
+  WorkerPool::global().submit_batch(jobs, [step = c.get(), done = block.get(), n](std::size_t j) {
+    done->finish(run_job(*step, j % n));
+  });
 
+  BlockingScope blocking;  // on a pool worker: let the queued substeps run meanwhile
   const auto spin_deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   for (int i = 0; !block->settled(*c); ++i) {
     if ((i & 15) == 15 && std::chrono::steady_clock::now() >= spin_deadline) break;
@@ -97,6 +96,7 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
     if (!stopped) {
       c->ctx.abandoned.store(true);
       keep_forever(c);
+      keep_forever(block);
       throw RuntimeError(fmt::format("failed to stop concurrent workers after exception: {}",
                                      exception_text(c->first_exception())));
     }

@@ -26,7 +26,13 @@ void Reporter::start(std::chrono::milliseconds interval, std::function<void()> f
     bool ok = true;
     {
       std::unique_lock lk(state->mu);
-      while (!state->cv.wait_for(lk, interval, [&] { return state->done; })) {
+      for (;;) {
+        bool done;
+        {
+          BlockingScope blocking;  // asleep between runs: not a running job
+          done = state->cv.wait_for(lk, interval, [&] { return state->done; });
+        }
+        if (done) break;
         lk.unlock();
         ok = run_once();
         lk.lock();
@@ -41,6 +47,7 @@ void Reporter::start(std::chrono::milliseconds interval, std::function<void()> f
 }
 
 void Reporter::stop() noexcept {
+  BlockingScope blocking;
   std::unique_lock lk(state_->mu);
   state_->done = true;
   state_->cv.notify_all();

@@ -1,6 +1,8 @@
-// WorkerPool: job hand-off to idle workers, growth when none is idle, idle exit.
+// WorkerPool: bounded running jobs, extra slots for jobs that wait (BlockingScope) or stall
+// (watchdog), short polling before sleeping, idle exit.
 #include "moka/exec/worker_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -9,9 +11,10 @@ namespace moka::detail {
 namespace {
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
 constexpr auto kSpinTime = std::chrono::microseconds(50);
-}
+constexpr auto kWatchdogTick = std::chrono::milliseconds(1);
+constexpr int kWatchdogIdleTicks = 100;  // then it sleeps until the next submit
 
-static bool spin_until(const std::atomic<std::size_t>& pending) {
+bool spin_until(const std::atomic<std::size_t>& pending) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (int i = 0;; ++i) {
     if (pending.load(std::memory_order_acquire) != 0) return true;
@@ -19,57 +22,149 @@ static bool spin_until(const std::atomic<std::size_t>& pending) {
     std::this_thread::yield();
   }
 }
+}  // namespace
 
 WorkerPool& WorkerPool::global() {
   static WorkerPool* pool = new WorkerPool();
   return *pool;
 }
 
-void WorkerPool::submit(std::function<void()> job) {
-  bool spawn = false;
-  {
-    std::lock_guard lk(mu_);
-    queue_.push_back(std::move(job));
-    pending_.store(queue_.size(), std::memory_order_release);
-    // Every queued job needs its own worker now. Spinning workers take one job each without a
-    // wake-up; sleeping ones that were notified but have not woken yet are still counted in
-    // idle_, and each of them takes exactly one job too.
-    if (spinning_ + idle_ >= queue_.size()) {
-      if (queue_.size() > spinning_) cv_.notify_one();
-    } else {
-      spawn = true;
-      ++threads_;
-    }
+WorkerPool::WorkerPool() : target_(std::max<std::size_t>(2, std::thread::hardware_concurrency())) {}
+
+void WorkerPool::wake_locked() {
+  if (!can_start()) return;
+  const std::size_t slots = target_ + boost_ + blocked_ - running_;
+  const std::size_t startable = std::min(queued_, slots);
+  if (spinning_ + notified_ + starting_ >= startable) return;  // enough workers are about to look
+  if (idle_ > notified_) {
+    ++notified_;
+    cv_.notify_one();
+  } else {
+    ++threads_;
+    ++starting_;
+    std::thread([this] { worker_loop(); }).detach();
   }
-  if (spawn) std::thread([this] { worker_loop(); }).detach();
+}
+
+void WorkerPool::submit(std::function<void()> job) {
+  std::lock_guard lk(mu_);
+  queue_.push_back(Entry{std::move(job), nullptr});
+  ++queued_;
+  submitted_locked();
+}
+
+void WorkerPool::submit_batch(std::size_t count, std::function<void(std::size_t)> fn) {
+  if (count == 0) return;
+  auto* batch = new Batch;
+  batch->fn = std::move(fn);
+  batch->count = count;
+  batch->unfinished.store(count, std::memory_order_relaxed);
+  std::lock_guard lk(mu_);
+  queue_.push_back(Entry{{}, batch});
+  queued_ += count;
+  submitted_locked();
+}
+
+void WorkerPool::submitted_locked() {
+  pending_.store(queued_, std::memory_order_release);
+  wake_locked();
+  if (!watchdog_running_) {
+    watchdog_running_ = true;
+    std::thread([this] { watchdog_loop(); }).detach();
+  } else if (watchdog_asleep_) {
+    watchdog_asleep_ = false;
+    watch_cv_.notify_one();
+  }
+}
+
+void WorkerPool::blocking_begin() noexcept {
+  std::lock_guard lk(mu_);
+  ++blocked_;
+  wake_locked();
+}
+
+void WorkerPool::blocking_end() noexcept {
+  std::lock_guard lk(mu_);
+  --blocked_;
 }
 
 void WorkerPool::worker_loop() {
+  t_blocking_observer = this;
   std::unique_lock lk(mu_);
+  --starting_;
   for (;;) {
-    if (queue_.empty()) {
-      ++spinning_;
-      lk.unlock();
-      spin_until(pending_);
-      lk.lock();
-      --spinning_;
-    }
-    if (queue_.empty()) {
-      ++idle_;
-      const bool got = cv_.wait_for(lk, kIdleTimeout, [this] { return !queue_.empty(); });
-      --idle_;
-      if (!got) {
-        --threads_;
-        return;
+    if (can_start()) {
+      Entry& front = queue_.front();
+      std::function<void()> job;
+      Batch* batch = front.batch;
+      std::size_t index = 0;
+      if (batch) {
+        index = batch->next++;
+        if (batch->next == batch->count) queue_.pop_front();
+      } else {
+        job = std::move(front.single);
+        queue_.pop_front();
       }
+      --queued_;
+      pending_.store(queued_, std::memory_order_release);
+      ++running_;
+      ++started_;
+      if (queued_ == 0) boost_ = 0;
+      wake_locked();  // more startable jobs: hand them to other workers now
+      lk.unlock();
+      if (batch) {
+        batch->fn(index);
+        if (batch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) delete batch;
+      } else {
+        job();
+        job = nullptr;  // destroy captures outside the lock
+      }
+      lk.lock();
+      --running_;
+      continue;
     }
-    std::function<void()> job = std::move(queue_.front());
-    queue_.pop_front();
-    pending_.store(queue_.size(), std::memory_order_release);
+    ++spinning_;
     lk.unlock();
-    job();
-    job = nullptr;  // destroy captures outside the lock
+    spin_until(pending_);
     lk.lock();
+    --spinning_;
+    if (can_start()) continue;
+    ++idle_;
+    // A notification is a token: whoever wakes takes one (if any is left), so the count of
+    // workers about to look at the queue stays exact even with spurious wake-ups.
+    const bool woke = cv_.wait_for(lk, kIdleTimeout, [this] { return notified_ > 0 || can_start(); });
+    --idle_;
+    if (notified_ > 0) --notified_;
+    if (!woke && !can_start()) {
+      --threads_;
+      return;
+    }
+  }
+}
+
+void WorkerPool::watchdog_loop() {
+  std::unique_lock lk(mu_);
+  int idle_ticks = 0;
+  for (;;) {
+    if (queued_ == 0 && idle_ticks >= kWatchdogIdleTicks) {
+      watchdog_asleep_ = true;
+      watch_cv_.wait(lk, [this] { return !watchdog_asleep_; });
+      idle_ticks = 0;
+    }
+    const uint64_t started_before = started_;
+    const bool had_queue = queued_ > 0;
+    watch_cv_.wait_for(lk, kWatchdogTick);
+    if (queued_ == 0) {
+      ++idle_ticks;
+      continue;
+    }
+    idle_ticks = 0;
+    if (had_queue && started_ == started_before) {
+      // Queued work but nothing started for a tick: the running jobs are probably waiting
+      // without a BlockingScope. Open one more slot.
+      ++boost_;
+      wake_locked();
+    }
   }
 }
 

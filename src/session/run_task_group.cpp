@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "moka/core/blocking.h"
 #include "moka/core/error.h"
 #include "moka/exec/worker_pool.h"
 
@@ -105,6 +106,7 @@ void PreparedTaskGroup::run(const RunOptions& options) {
       if (--state->remaining == 0) state->cv.notify_all();
     });
   }
+  BlockingScope blocking;
   std::unique_lock lk(state->mu);
   state->cv.wait(lk, [&] { return state->remaining == 0; });
   std::exception_ptr error = std::move(state->first_error);
