@@ -91,6 +91,33 @@ void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape) {
   numel_ = n;
 }
 
+void Tensor::resize_dim0(int64_t rows) {
+  if (!defined() || shape_.empty())
+    throw TypeError(fmt::format("cannot change dimension 0 of a {} tensor", describe()));
+  if (rows < 0) throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows", describe(), rows));
+  int64_t inner = 1;
+  for (std::size_t i = 1; i < shape_.size(); ++i) inner *= shape_[i];  // cannot overflow: a sub-product of numel_
+  if (inner != 0 && rows > std::numeric_limits<int64_t>::max() / inner)
+    throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows: too large", describe(), rows));
+  const int64_t n = rows * inner;
+  // Grow by at least half the current capacity so that repeated appends are amortized linear
+  // (the standard does not promise geometric growth for vector::resize).
+  if (dtype_ == DType::String) {
+    const auto need = static_cast<std::size_t>(n);
+    if (need > strings_.capacity()) strings_.reserve(std::max(need, strings_.capacity() + strings_.capacity() / 2));
+    strings_.resize(need);
+  } else {
+    const std::size_t es = dtype_size(dtype_);
+    if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(es))
+      throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows: too large", describe(), rows));
+    const std::size_t need = static_cast<std::size_t>(n) * es;
+    if (need > bytes_.capacity()) bytes_.reserve(std::max(need, bytes_.capacity() + bytes_.capacity() / 2));
+    if (bytes_.size() < need) bytes_.resize(need);
+  }
+  shape_[0] = rows;
+  numel_ = n;
+}
+
 void Tensor::copy_from(const Tensor& other) {
   if (!other.defined()) {
     dtype_ = DType::Undefined;

@@ -12,6 +12,8 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_utility_ops(reg);
   register_counter_ops(reg);
   register_timer_ops(reg);
+  register_dataset_ops(reg);
+  register_queue_ops(reg);
 }
 
 }  // namespace moka::detail

@@ -73,6 +73,11 @@ class Tensor {
   }
   /// Same dtype and shape as other (values not copied).
   void resize_like(const Tensor& other) { resize(other.dtype_, other.shape_); }
+  /// Sets dimension 0 to `rows`, keeping the values of every row that remains (Caffe2's
+  /// Extend/ShrinkTo). Storage grows geometrically, so appending rows one batch at a time costs
+  /// amortized O(appended values). Needs a defined tensor with ndim() >= 1 (TypeError otherwise);
+  /// InvalidInput for a negative or too large row count. New rows have unspecified values.
+  void resize_dim0(int64_t rows);
 
   template <class T>
   T* mutable_data() {

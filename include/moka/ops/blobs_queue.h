@@ -1,0 +1,146 @@
+// BlobsQueue: the bounded, closable FIFO of records (num_blobs blobs each) that the queue operators share
+// through a blob (Caffe2's BlobsQueue, §17.2). Records move in and out by swapping blobs, never by copying.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "moka/core/blob.h"
+
+namespace moka {
+
+/// Outcome of a queue read or write.
+enum class QueueResult {
+  ok,         ///< the record moved
+  closed,     ///< the queue is closed (for a read: closed and empty)
+  timed_out,  ///< the timeout passed first (reads with timeout_secs > 0 only)
+  would_block ///< try_read/try_write only: empty (or full) and still open
+};
+
+/// @brief A bounded ring buffer of `capacity` records of `num_blobs` blobs each.
+///
+/// A write swaps the caller's blobs into a free slot, so the caller gets back whatever the slot held
+/// (an empty blob, or the storage a reader swapped in earlier — tensors get recycled, nothing is
+/// copied). A read swaps a slot's blobs into the caller's blobs. Reads and writes that need not wait
+/// take no lock: writers and readers claim positions with one compare-and-swap each and hand slots
+/// over through per-slot sequence numbers. A thread that finds the queue empty (full) spins for a few
+/// microseconds — the other side is usually about to arrive — and then sleeps on a condition
+/// variable. Sleepers are counted, so an operation notifies only when somebody sleeps, which can only
+/// be while the queue is empty (readers) or full (writers): on those transitions, and on close.
+///
+/// Close semantics (moka decision 5; Caffe2 differs): once closed, every write fails at once, even
+/// with free capacity; reads still drain the records left and fail only when the queue is closed
+/// and empty. Blocked threads wake on close. The destructor closes.
+///
+/// @code
+///   BlobsQueue q("q", /*capacity=*/2, /*num_blobs=*/1);
+///   Blob in;  in.get_mutable<Tensor>() = Tensor::scalar<int64_t>(7);
+///   Blob* ins[] = {&in};
+///   q.blocking_write(ins);            // `in` now holds what the slot held (nothing)
+///   Blob out;  Blob* outs[] = {&out};
+///   q.blocking_read(outs);            // out holds the int64 scalar 7
+///   q.close();  q.blocking_read(outs);  // false: closed and empty
+/// @endcode
+/// Thread-safety: every method may be called concurrently from any thread.
+class BlobsQueue {
+ public:
+  /// @brief A queue named `name` (used in messages) holding at most `capacity` records.
+  ///
+  /// InvalidInput when capacity < 1, num_blobs < 1, or field_names is neither empty nor of size
+  /// num_blobs ("Wrong number of fieldNames provided.").
+  BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names = {});
+  ~BlobsQueue();
+  BlobsQueue(const BlobsQueue&) = delete;
+  BlobsQueue& operator=(const BlobsQueue&) = delete;
+
+  /// @brief Waits for a free slot, then swaps `inputs` (num_blobs of them) into it.
+  /// @return false when the queue is (or becomes, while waiting) closed; the inputs are untouched.
+  /// Thread-safety: any thread.
+  bool blocking_write(std::span<Blob* const> inputs) { return write(inputs, true) == QueueResult::ok; }
+  /// @brief Swaps `inputs` into a free slot if there is one; never waits.
+  /// Thread-safety: any thread.
+  QueueResult try_write(std::span<Blob* const> inputs) { return write(inputs, false); }
+
+  /// @brief Waits for a record, then swaps it into `outputs` (num_blobs of them).
+  /// @param timeout_secs > 0: give up after that many seconds (false, outputs untouched).
+  /// @return false when the queue is closed and empty, or on timeout.
+  /// Thread-safety: any thread.
+  bool blocking_read(std::span<Blob* const> outputs, double timeout_secs = 0) {
+    return read(outputs, timeout_secs) == QueueResult::ok;
+  }
+  /// @brief blocking_read telling closed from timed_out.
+  /// Thread-safety: any thread.
+  QueueResult read(std::span<Blob* const> outputs, double timeout_secs = 0);
+  /// @brief Swaps a record into `outputs` if there is one; never waits.
+  /// Thread-safety: any thread.
+  QueueResult try_read(std::span<Blob* const> outputs);
+
+  /// @brief Closes the queue: writes fail from now on, reads drain what is left. Wakes every waiter.
+  /// Idempotent. Thread-safety: any thread.
+  void close();
+  /// @brief True once close() was called. Thread-safety: any thread.
+  bool is_closed() const noexcept { return (write_pos_.load(std::memory_order_acquire) & kClosedBit) != 0; }
+  /// @brief Records currently held (a snapshot). Thread-safety: any thread.
+  std::size_t size() const noexcept;
+
+  const std::string& name() const noexcept { return name_; }
+  int64_t capacity() const noexcept { return static_cast<int64_t>(capacity_); }
+  int64_t num_blobs() const noexcept { return static_cast<int64_t>(num_blobs_); }
+  const std::vector<std::string>& field_names() const noexcept { return field_names_; }
+
+ private:
+  // Slot sequence numbers (after Vyukov's bounded MPMC queue): slot k % capacity is free for the
+  // writer of record k when its sequence is 2k and holds record k for its reader when it is 2k + 1
+  // (doubling keeps "written" and "free for the next round" apart even with capacity 1).
+  struct alignas(64) SlotSeq {
+    std::atomic<uint64_t> v;
+  };
+  static constexpr uint64_t kClosedBit = uint64_t{1} << 63;  // in write_pos_: set by close()
+
+  QueueResult write(std::span<Blob* const> inputs, bool wait);
+  void check_count(std::size_t n, const char* what) const;
+  // One non-waiting attempt each; false when full (empty) or, for writes, closed.
+  bool try_put(std::span<Blob* const> inputs, bool& closed);
+  bool try_take(std::span<Blob* const> outputs);
+  // The next record is published (a read would succeed now).
+  bool record_ready() const noexcept;
+  // The next slot is free for a writer (a write would succeed now unless closed).
+  bool slot_free() const noexcept;
+  // Closed, and every record written has been claimed by a reader.
+  bool closed_and_drained() const noexcept;
+  // Wakes sleepers after a record moved (only when someone sleeps: one atomic load otherwise).
+  void after_put() noexcept;
+  void after_take() noexcept;
+  // Spins briefly until `ready()`; true when it became ready.
+  template <class Ready>
+  bool spin_until(Ready ready) const;
+
+  std::string name_;
+  uint64_t capacity_;
+  std::size_t num_blobs_;
+  std::vector<std::string> field_names_;
+  std::vector<Blob> slots_;  // capacity_ × num_blobs_, record k at slots_[(k % capacity_) * num_blobs_]
+  std::unique_ptr<SlotSeq[]> seq_;
+
+  // Each position on its own cache line: writers and readers do not disturb each other.
+  alignas(64) std::atomic<uint64_t> write_pos_{0};  // records claimed by writers, | kClosedBit once closed
+  alignas(64) std::atomic<uint64_t> read_pos_{0};   // records claimed by readers
+  // Sleeping (slow path only): the counts let a fast-path operation skip notifying when nobody sleeps.
+  alignas(64) std::mutex mu_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::atomic<int> readers_waiting_{0};
+  std::atomic<int> writers_waiting_{0};
+};
+
+/// What a queue blob holds: operators share the queue through it (CreateBlobsQueue's output).
+using BlobsQueuePtr = std::shared_ptr<BlobsQueue>;
+
+}  // namespace moka

@@ -1,0 +1,255 @@
+// BlobsQueue: lock-free ring of swapped-in records (per-slot sequence numbers), a short spin, then sleeping
+// on condition variables that are notified only when somebody sleeps.
+#include "moka/ops/blobs_queue.h"
+
+#include "moka/core/blocking.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "moka/core/error.h"
+
+namespace moka {
+
+namespace {
+
+// How long a thread that finds the queue empty (full) keeps checking before it sleeps. A sleep and
+// wake-up through the condition variable costs several microseconds on each side, while the peer
+// usually arrives within a few hundred nanoseconds; a bounded spin (a few microseconds, then a few
+// yields) keeps both threads running without making an idle thread burn a core (DESIGN §6).
+constexpr int kSpinPauses = 128;
+constexpr int kSpinYields = 8;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names)
+    : name_(std::move(name)), field_names_(std::move(field_names)) {
+  if (capacity < 1)
+    throw InvalidInput(
+        fmt::format("BlobsQueue \"{}\": argument \"capacity\" = {}: capacity must be at least 1", name_, capacity));
+  if (num_blobs < 1)
+    throw InvalidInput(
+        fmt::format("BlobsQueue \"{}\": argument \"num_blobs\" = {}: num_blobs must be at least 1", name_, num_blobs));
+  if (!field_names_.empty() && static_cast<int64_t>(field_names_.size()) != num_blobs)
+    throw InvalidInput(fmt::format(
+        "BlobsQueue \"{}\": argument \"field_names\" has {} names for num_blobs = {}: Wrong number of fieldNames "
+        "provided.",
+        name_, field_names_.size(), num_blobs));
+  // Guard the slot allocation against absurd sizes: capacity × num_blobs blobs are allocated up front.
+  constexpr int64_t kMaxSlots = int64_t{1} << 28;
+  if (capacity > kMaxSlots / num_blobs)
+    throw InvalidInput(fmt::format("BlobsQueue \"{}\": capacity {} × num_blobs {} is too large", name_, capacity,
+                                   num_blobs));
+  capacity_ = static_cast<uint64_t>(capacity);
+  num_blobs_ = static_cast<std::size_t>(num_blobs);
+  slots_.resize(static_cast<std::size_t>(capacity) * num_blobs_);
+  seq_ = std::make_unique<SlotSeq[]>(static_cast<std::size_t>(capacity));
+  for (uint64_t k = 0; k < capacity_; ++k) seq_[k].v.store(2 * k, std::memory_order_relaxed);
+}
+
+BlobsQueue::~BlobsQueue() { close(); }
+
+std::size_t BlobsQueue::size() const noexcept {
+  // read_pos_ first: both only grow and read_pos_ <= write_pos_, so the difference is never negative.
+  const uint64_t r = read_pos_.load(std::memory_order_acquire);
+  const uint64_t w = write_pos_.load(std::memory_order_acquire) & ~kClosedBit;
+  return static_cast<std::size_t>(std::min(w - r, capacity_));
+}
+
+void BlobsQueue::check_count(std::size_t n, const char* what) const {
+  if (n != num_blobs_)
+    throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} of {} blobs, but the queue holds records of {} blobs", name_,
+                                   what, n, num_blobs_));
+}
+
+template <class Ready>
+bool BlobsQueue::spin_until(Ready ready) const {
+  for (int i = 0; i < kSpinPauses; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+  }
+  for (int i = 0; i < kSpinYields; ++i) {
+    if (ready()) return true;
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+bool BlobsQueue::record_ready() const noexcept {
+  const uint64_t r = read_pos_.load(std::memory_order_seq_cst);
+  return seq_[r % capacity_].v.load(std::memory_order_seq_cst) == 2 * r + 1;
+}
+
+bool BlobsQueue::slot_free() const noexcept {
+  const uint64_t w = write_pos_.load(std::memory_order_seq_cst) & ~kClosedBit;
+  return seq_[w % capacity_].v.load(std::memory_order_seq_cst) == 2 * w;
+}
+
+bool BlobsQueue::closed_and_drained() const noexcept {
+  const uint64_t w = write_pos_.load(std::memory_order_seq_cst);
+  return (w & kClosedBit) != 0 && read_pos_.load(std::memory_order_seq_cst) == (w & ~kClosedBit);
+}
+
+bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
+  uint64_t pos = write_pos_.load(std::memory_order_relaxed);
+  for (;;) {
+    // The closed bit lives in the position itself: a writer that claims a slot did so before close().
+    if (pos & kClosedBit) {
+      closed = true;
+      return false;
+    }
+    SlotSeq& s = seq_[pos % capacity_];
+    const uint64_t seq = s.v.load(std::memory_order_acquire);
+    const auto dif = static_cast<int64_t>(seq - 2 * pos);
+    if (dif == 0) {
+      if (write_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        Blob* slot = &slots_[static_cast<std::size_t>(pos % capacity_) * num_blobs_];
+        for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*inputs[j]);
+        s.v.store(2 * pos + 1, std::memory_order_seq_cst);  // seq_cst: see after_put()
+        return true;
+      }
+    } else if (dif < 0) {
+      return false;  // full: the slot still holds record pos - capacity
+    } else {
+      pos = write_pos_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+bool BlobsQueue::try_take(std::span<Blob* const> outputs) {
+  uint64_t pos = read_pos_.load(std::memory_order_relaxed);
+  for (;;) {
+    SlotSeq& s = seq_[pos % capacity_];
+    const uint64_t seq = s.v.load(std::memory_order_acquire);
+    const auto dif = static_cast<int64_t>(seq - (2 * pos + 1));
+    if (dif == 0) {
+      if (read_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        Blob* slot = &slots_[static_cast<std::size_t>(pos % capacity_) * num_blobs_];
+        for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*outputs[j]);
+        s.v.store(2 * (pos + capacity_), std::memory_order_seq_cst);
+        return true;
+      }
+    } else if (dif < 0) {
+      return false;  // empty, or its writer has not finished the swap yet
+    } else {
+      pos = read_pos_.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+// A sleeper increments its count and then re-checks under mu_; the mover publishes the slot and then
+// loads the count, all seq_cst (one total order), so either the sleeper sees the record or the mover
+// sees the sleeper — and notifies under mu_, which the sleeper holds from its check until it waits.
+void BlobsQueue::after_put() noexcept {
+  if (readers_waiting_.load(std::memory_order_seq_cst) == 0) return;
+  { std::lock_guard lk(mu_); }
+  not_empty_.notify_one();
+}
+
+void BlobsQueue::after_take() noexcept {
+  if (writers_waiting_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard lk(mu_); }
+    not_full_.notify_one();
+  }
+  // After close, the last records leaving make "closed and drained" true: readers sleeping until
+  // then (waiting for a claimed record to be published) must all look again.
+  if ((write_pos_.load(std::memory_order_seq_cst) & kClosedBit) && readers_waiting_.load() > 0) {
+    { std::lock_guard lk(mu_); }
+    not_empty_.notify_all();
+  }
+}
+
+QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
+  check_count(inputs.size(), "write");
+  bool spun = false;
+  for (;;) {
+    bool closed = false;
+    if (try_put(inputs, closed)) {
+      after_put();
+      return QueueResult::ok;
+    }
+    // Decision 5: a closed queue refuses writes even when a slot is free.
+    if (closed) return QueueResult::closed;
+    if (!wait) return QueueResult::would_block;
+    auto ready = [this] { return slot_free() || is_closed(); };
+    if (!spun) {
+      spun = true;
+      if (spin_until(ready)) continue;
+    }
+    BlockingScope blocking;  // on a pool worker: let queued jobs (e.g. the readers) run meanwhile
+    std::unique_lock lk(mu_);
+    writers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    not_full_.wait(lk, ready);
+    writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs) {
+  check_count(outputs.size(), "read");
+  std::chrono::steady_clock::time_point deadline{};
+  if (timeout_secs > 0)
+    deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(std::min(timeout_secs, 1e9)));
+  bool spun = false;
+  for (;;) {
+    if (try_take(outputs)) {
+      after_take();
+      return QueueResult::ok;
+    }
+    // Reads drain what is left after close; they fail only on closed and empty. A record claimed by a
+    // writer but not yet published keeps the queue "not drained": wait for it.
+    if (closed_and_drained()) return QueueResult::closed;
+    auto ready = [this] { return record_ready() || closed_and_drained(); };
+    if (!spun) {
+      spun = true;
+      if (spin_until(ready)) continue;
+    }
+    BlockingScope blocking;
+    std::unique_lock lk(mu_);
+    readers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    bool woke = true;
+    if (timeout_secs > 0)
+      woke = not_empty_.wait_until(lk, deadline, ready);
+    else
+      not_empty_.wait(lk, ready);
+    readers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    if (!woke) return QueueResult::timed_out;
+  }
+}
+
+QueueResult BlobsQueue::try_read(std::span<Blob* const> outputs) {
+  check_count(outputs.size(), "read");
+  if (try_take(outputs)) {
+    after_take();
+    return QueueResult::ok;
+  }
+  return closed_and_drained() ? QueueResult::closed : QueueResult::would_block;
+}
+
+void BlobsQueue::close() {
+  {
+    std::lock_guard lk(mu_);
+    if (write_pos_.fetch_or(kClosedBit, std::memory_order_seq_cst) & kClosedBit) return;
+  }
+  not_empty_.notify_all();
+  not_full_.notify_all();
+}
+
+}  // namespace moka

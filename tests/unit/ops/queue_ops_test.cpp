@@ -1,0 +1,458 @@
+// Unit tests of the queue operators: each operator, their error paths, and cancellation waking a blocked
+// queue operator (RunOptions.cancel, and a sibling's failure in concurrent substeps).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "moka/exec/cancel_token.h"
+#include "moka/exec/plan_executor.h"
+#include "moka/ops/blobs_queue.h"
+#include "ops_test_util.h"
+
+namespace moka {
+namespace {
+
+using namespace std::chrono_literals;
+using test::create_op;
+using test::expect_error;
+using test::feed;
+using test::fetch;
+using test::run_op;
+using test::vals;
+
+BlobsQueue& queue_of(Workspace& ws, const std::string& name) { return *ws.blob(name).get<BlobsQueuePtr>(); }
+
+void create_queue(Workspace& ws, const std::string& name, int64_t capacity, int64_t num_blobs = 1) {
+  run_op(ws, "CreateBlobsQueue", {}, {name}, {make_arg("capacity", capacity), make_arg("num_blobs", num_blobs)});
+}
+
+bool status(Workspace& ws, const std::string& name) {
+  const Tensor& t = fetch(ws, name);
+  EXPECT_EQ(t.dtype(), DType::Bool);
+  EXPECT_EQ(t.ndim(), 0u);
+  return t.item<bool>();
+}
+
+TEST(QueueOps, CreateBlobsQueue) {
+  Workspace ws;
+  run_op(ws, "CreateBlobsQueue", {}, {"q"},
+         {make_arg("capacity", 3), make_arg("num_blobs", 2),
+          make_arg("field_names", std::vector<std::string>{"a", "b"})});
+  const BlobsQueuePtr& q = ws.blob("q").get<BlobsQueuePtr>();
+  EXPECT_EQ(q->name(), "q");
+  EXPECT_EQ(q->capacity(), 3);
+  EXPECT_EQ(q->num_blobs(), 2);
+  EXPECT_EQ(q->field_names(), (std::vector<std::string>{"a", "b"}));
+  run_op(ws, "CreateBlobsQueue", {}, {"d"});
+  EXPECT_EQ(queue_of(ws, "d").capacity(), 1);
+  EXPECT_EQ(queue_of(ws, "d").num_blobs(), 1);
+  // enforce_unique_name is accepted (nothing to enforce: records live inside the queue).
+  run_op(ws, "CreateBlobsQueue", {}, {"e"}, {make_arg("enforce_unique_name", true)});
+}
+
+TEST(QueueOps, CreateBlobsQueueErrors) {
+  Workspace ws;
+  for (int64_t bad : {0, -1})
+    expect_error<InvalidInput>([&] { create_op(ws, "CreateBlobsQueue", {}, {"q"}, {make_arg("capacity", bad)}); },
+                               {"CreateBlobsQueue", "\"capacity\""});
+  expect_error<InvalidInput>([&] { create_op(ws, "CreateBlobsQueue", {}, {"q"}, {make_arg("num_blobs", 0)}); },
+                             {"CreateBlobsQueue", "\"num_blobs\""});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "CreateBlobsQueue", {}, {"q"},
+                  {make_arg("num_blobs", 2), make_arg("field_names", std::vector<std::string>{"a"})});
+      },
+      {"CreateBlobsQueue", "Wrong number of fieldNames provided."});
+  expect_error<InvalidInput>([&] { create_op(ws, "CreateBlobsQueue", {}, {"q"}, {make_arg("capacity", 1.5)}); },
+                             {"\"capacity\""});
+  expect_error<InvalidInput>([&] { create_op(ws, "CreateBlobsQueue", {"x"}, {"q"}); }, {});
+}
+
+TEST(QueueOps, EnqueueDequeueMovesRecords) {
+  Workspace ws;
+  create_queue(ws, "q", 2, 2);
+  feed(ws, "a", Tensor::vector<int64_t>({1, 2}));
+  feed(ws, "b", Tensor::vector<std::string>({"x"}));
+  const Tensor* a_obj = &fetch(ws, "a");
+  run_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a", "b"});
+  EXPECT_EQ(queue_of(ws, "q").size(), 1u);
+  EXPECT_FALSE(ws.blob("a").is_initialized());  // moved out (swapped with the slot's empty blob)
+  run_op(ws, "DequeueBlobs", {"q"}, {"x", "y"});
+  EXPECT_EQ(&fetch(ws, "x"), a_obj);  // the same tensor object, not a copy
+  EXPECT_EQ(vals<int64_t>(fetch(ws, "x")), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(vals<std::string>(fetch(ws, "y")), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(queue_of(ws, "q").size(), 0u);
+}
+
+TEST(QueueOps, EnqueueAndDequeueFailOnClosedQueue) {
+  Workspace ws;
+  create_queue(ws, "q", 2);
+  feed(ws, "a", Tensor::scalar<int64_t>(1));
+  run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
+  run_op(ws, "CloseBlobsQueue", {"q"}, {});
+  feed(ws, "a", Tensor::scalar<int64_t>(2));
+  auto enq = create_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
+  EXPECT_FALSE(enq->run());  // decision 5: refused although a slot is free
+  EXPECT_EQ(fetch(ws, "a").item<int64_t>(), 2);
+  auto deq = create_op(ws, "DequeueBlobs", {"q"}, {"x"});
+  EXPECT_TRUE(deq->run());  // drains what was left
+  EXPECT_EQ(fetch(ws, "x").item<int64_t>(), 1);
+  EXPECT_FALSE(deq->run());  // closed and empty
+}
+
+TEST(QueueOps, DequeueTimeout) {
+  Workspace ws;
+  create_queue(ws, "q", 1);
+  expect_error<RuntimeError>(
+      [&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}, {make_arg("timeout_secs", 0.05)}); },
+      {"DequeueBlobs", "\"q\"", "DequeueBlobs timed out in 0.05 secs"});
+}
+
+TEST(QueueOps, ArityAndInPlaceErrors) {
+  Workspace ws;
+  create_queue(ws, "q", 1, 2);
+  feed(ws, "a", Tensor::scalar<int64_t>(1));
+  feed(ws, "b", Tensor::scalar<int64_t>(1));
+  expect_error<InvalidInput>([&] { create_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a", "c"}); },
+                             {"EnqueueBlobs must work in place", "\"c\"", "\"b\""});
+  expect_error<InvalidInput>([&] { create_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a"}); }, {"EnqueueBlobs"});
+  expect_error<InvalidInput>([&] { create_op(ws, "SafeEnqueueBlobs", {"q", "a", "b"}, {"a", "b"}); },
+                             {"SafeEnqueueBlobs", "status"});
+  expect_error<InvalidInput>([&] { create_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"b", "s"}); },
+                             {"SafeEnqueueBlobs must work in place"});
+  expect_error<InvalidInput>([&] { create_op(ws, "SafeDequeueBlobs", {"q"}, {"x"}); }, {});
+  expect_error<InvalidInput>([&] { create_op(ws, "CloseBlobsQueue", {"q"}, {"x"}); }, {});
+}
+
+TEST(QueueOps, NumBlobsMismatchNamesTheOperator) {
+  Workspace ws;
+  create_queue(ws, "q", 1, 2);
+  feed(ws, "a", Tensor::scalar<int64_t>(1));
+  expect_error<InvalidInput>([&] { run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}); },
+                             {"EnqueueBlobs", "\"q\"", "records of 2 blobs", "moves 1"});
+  expect_error<InvalidInput>([&] { run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}); },
+                             {"SafeEnqueueBlobs", "records of 2 blobs"});
+  expect_error<InvalidInput>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x", "y", "z"}); },
+                             {"DequeueBlobs", "records of 2 blobs", "moves 3"});
+  expect_error<InvalidInput>([&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}); },
+                             {"SafeDequeueBlobs", "records of 2 blobs"});
+  expect_error<InvalidInput>([&] { run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"}); },
+                             {"WeightedSampleDequeueBlobs", "records of 2 blobs"});
+  EXPECT_EQ(queue_of(ws, "q").size(), 0u);  // nothing moved
+}
+
+TEST(QueueOps, InputThatIsNotAQueueIsATypeError) {
+  Workspace ws;
+  feed(ws, "q", Tensor::scalar<int64_t>(1));
+  expect_error<TypeError>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}); }, {"q"});
+  expect_error<TypeError>([&] { run_op(ws, "CloseBlobsQueue", {"q"}, {}); }, {"q"});
+}
+
+TEST(QueueOps, SafeEnqueueStatus) {
+  Workspace ws;
+  create_queue(ws, "q", 1);
+  feed(ws, "a", Tensor::scalar<int64_t>(5));
+  run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"});
+  EXPECT_FALSE(status(ws, "s"));
+  run_op(ws, "CloseBlobsQueue", {"q"}, {});
+  feed(ws, "a", Tensor::scalar<int64_t>(6));
+  run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"});  // succeeds as an operator
+  EXPECT_TRUE(status(ws, "s"));
+}
+
+TEST(QueueOps, SafeDequeueStatus) {
+  Workspace ws;
+  create_queue(ws, "q", 2);
+  feed(ws, "a", Tensor::scalar<int64_t>(5));
+  run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
+  run_op(ws, "CloseBlobsQueue", {"q"}, {});
+  run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"});
+  EXPECT_FALSE(status(ws, "s"));
+  EXPECT_EQ(fetch(ws, "x").item<int64_t>(), 5);
+  run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"});
+  EXPECT_TRUE(status(ws, "s"));
+  EXPECT_EQ(fetch(ws, "x").item<int64_t>(), 5);  // untouched
+}
+
+void enqueue_rows(Workspace& ws, const std::string& q, Tensor a, Tensor b) {
+  feed(ws, "ea", std::move(a));
+  feed(ws, "eb", std::move(b));
+  run_op(ws, "EnqueueBlobs", {q, "ea", "eb"}, {"ea", "eb"});
+}
+
+TEST(QueueOps, SafeDequeueManyConcatenatesEveryDtype) {
+  Workspace ws;
+  create_queue(ws, "q", 8, 2);
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 2}, {1, 2}), Tensor::vector<std::string>({"a"}));
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({2, 2}, {3, 4, 5, 6}), Tensor::vector<std::string>({"b", "c"}));
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({0, 2}, {}), Tensor::vector<std::string>({}));
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 2}, {7, 8}), Tensor::vector<std::string>({"d"}));
+  auto op = create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 3)});
+  ASSERT_TRUE(op->run());
+  EXPECT_FALSE(status(ws, "s"));
+  EXPECT_EQ(fetch(ws, "x"), Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(fetch(ws, "y"), Tensor::vector<std::string>({"a", "b", "c"}));
+  // One record left, then the queue closes: a partial batch is a success; after it, failure.
+  run_op(ws, "CloseBlobsQueue", {"q"}, {});
+  ASSERT_TRUE(op->run());
+  EXPECT_FALSE(status(ws, "s"));
+  EXPECT_EQ(fetch(ws, "x"), Tensor::from_vector<float>({1, 2}, {7, 8}));
+  EXPECT_EQ(fetch(ws, "y"), Tensor::vector<std::string>({"d"}));
+  ASSERT_TRUE(op->run());
+  EXPECT_TRUE(status(ws, "s"));
+
+  for (DType dt : {DType::Bool, DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64, DType::Double}) {
+    Workspace w2;
+    create_queue(w2, "q", 4, 2);
+    enqueue_rows(w2, "q", Tensor(dt, {2}), Tensor::vector<int32_t>({1}));
+    enqueue_rows(w2, "q", Tensor(dt, {1}), Tensor::vector<int32_t>({2, 3}));
+    run_op(w2, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)});
+    EXPECT_EQ(fetch(w2, "x").dtype(), dt);
+    EXPECT_EQ(fetch(w2, "x").shape(), (std::vector<int64_t>{3}));
+    EXPECT_EQ(vals<int32_t>(fetch(w2, "y")), (std::vector<int32_t>{1, 2, 3}));
+  }
+}
+
+TEST(QueueOps, SafeDequeueManyErrors) {
+  Workspace ws;
+  create_queue(ws, "q0", 1);
+  for (int64_t bad : {0, -2})
+    expect_error<InvalidInput>(
+        [&] { create_op(ws, "SafeDequeueBlobs", {"q0"}, {"x", "s"}, {make_arg("num_records", bad)}); },
+        {"SafeDequeueBlobs", "\"num_records\""});
+  create_queue(ws, "q", 4, 2);
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 2}, {1, 2}), Tensor::vector<int64_t>({1}));
+  enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 3}, {1, 2, 3}), Tensor::vector<int64_t>({2}));
+  expect_error<TypeError>(
+      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      {"SafeDequeueBlobs", "field 0", "\"x\"", "float32[1,2]", "float32[1,3]"});
+  enqueue_rows(ws, "q", Tensor::vector<float>({1}), Tensor::vector<int64_t>({1}));
+  enqueue_rows(ws, "q", Tensor::vector<float>({1}), Tensor::vector<int32_t>({2}));
+  expect_error<TypeError>(
+      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      {"field 1", "\"y\"", "int64[1]", "int32[1]"});
+  enqueue_rows(ws, "q", Tensor::scalar<float>(1), Tensor::vector<int64_t>({1}));
+  enqueue_rows(ws, "q", Tensor::scalar<float>(2), Tensor::vector<int64_t>({2}));
+  expect_error<TypeError>(
+      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      {"0-d"});
+  feed(ws, "ea", Tensor::vector<float>({1}));
+  ws.create_blob("eb")->emplace<int>(3);
+  run_op(ws, "EnqueueBlobs", {"q", "ea", "eb"}, {"ea", "eb"});
+  run_op(ws, "CloseBlobsQueue", {"q"}, {});
+  expect_error<TypeError>(
+      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      {"not a tensor"});
+}
+
+TEST(QueueOps, WeightedSampleDequeue) {
+  Workspace ws;
+  create_queue(ws, "q0", 8);
+  create_queue(ws, "q1", 8);
+  for (int i = 0; i < 4; ++i) {
+    feed(ws, "a", Tensor::scalar<int64_t>(100 + i));
+    run_op(ws, "EnqueueBlobs", {"q1", "a"}, {"a"});
+  }
+  // q0 has weight 0: never chosen; table_idx_blob 0 overwrites field output 0 with the queue index.
+  auto op = create_op(ws, "WeightedSampleDequeueBlobs", {"q0", "q1"}, {"x", "s"},
+                      {make_arg("weights", std::vector<double>{0.0, 2.0})});
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(op->run());
+    EXPECT_FALSE(status(ws, "s"));
+    EXPECT_EQ(fetch(ws, "x").item<int64_t>(), 100 + i);
+  }
+  run_op(ws, "CloseBlobsQueue", {"q1"}, {});
+  ASSERT_TRUE(op->run());
+  EXPECT_TRUE(status(ws, "s"));
+
+  Workspace w2;
+  create_queue(w2, "q0", 8, 2);
+  create_queue(w2, "q1", 8, 2);
+  for (const char* q : {"q0", "q1"})
+    for (int i = 0; i < 3; ++i) enqueue_rows(w2, q, Tensor::scalar<int64_t>(i), Tensor::scalar<int64_t>(i));
+  auto op2 = create_op(w2, "WeightedSampleDequeueBlobs", {"q0", "q1"}, {"x", "y", "s"},
+                       {make_arg("table_idx_blob", 1), make_arg("seed", 7)});
+  std::vector<int32_t> picks;
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(op2->run());
+    ASSERT_FALSE(status(w2, "s"));
+    const Tensor& idx = fetch(w2, "y");
+    ASSERT_EQ(idx.dtype(), DType::Int32);
+    ASSERT_EQ(idx.shape(), (std::vector<int64_t>{1}));
+    picks.push_back(idx.values<int32_t>()[0]);
+  }
+  // Deterministic given the seed: a second operator with the same seed picks the same queues.
+  Workspace w3;
+  create_queue(w3, "q0", 8, 2);
+  create_queue(w3, "q1", 8, 2);
+  for (const char* q : {"q0", "q1"})
+    for (int i = 0; i < 3; ++i) enqueue_rows(w3, q, Tensor::scalar<int64_t>(i), Tensor::scalar<int64_t>(i));
+  auto op3 = create_op(w3, "WeightedSampleDequeueBlobs", {"q0", "q1"}, {"x", "y", "s"},
+                       {make_arg("table_idx_blob", 1), make_arg("seed", 7)});
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(op3->run());
+    if (status(w3, "s")) break;
+    EXPECT_EQ(fetch(w3, "y").values<int32_t>()[0], picks[static_cast<std::size_t>(i)]);
+  }
+}
+
+TEST(QueueOps, WeightedSampleErrors) {
+  Workspace ws;
+  create_queue(ws, "q0", 1);
+  create_queue(ws, "q1", 1);
+  auto make = [&](std::vector<Argument> args, std::vector<std::string> outs = {"x", "s"}) {
+    create_op(ws, "WeightedSampleDequeueBlobs", {"q0", "q1"}, outs, std::move(args));
+  };
+  expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{0.0, 0.0})}); },
+                             {"WeightedSampleDequeueBlobs", "Sum of weights must be positive"});
+  expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{-1.0, 2.0})}); },
+                             {"WeightedSampleDequeueBlobs", "non-negative", "\"q0\""});
+  expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{1.0})}); },
+                             {"\"weights\"", "1 values for 2 queues"});
+  expect_error<InvalidInput>([&] { make({make_arg("table_idx_blob", 1)}); }, {"\"table_idx_blob\" = 1"});
+  expect_error<InvalidInput>([&] { make({make_arg("table_idx_blob", -2)}); }, {"\"table_idx_blob\""});
+}
+
+// ---- cancellation ----------------------------------------------------------------------------------
+
+// Sleeps `ms`, then throws: the failing sibling of a blocked queue operator.
+class FailAfterOp final : public OperatorBase {
+ public:
+  FailAfterOp(const OperatorDef& d, Workspace* ws) : OperatorBase(d, ws), ms_(args().get_int("ms", 20)) {}
+  bool run() override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
+    throw InvalidInput("queue test: the sibling failed");
+  }
+
+ private:
+  int64_t ms_;
+};
+
+void register_fail_after() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_operator<FailAfterOp>(
+        OpSchema("QueueTestFailAfter").arg("ms", ArgType::Int, "delay", "20").doc("test: sleeps, then throws"));
+  });
+}
+
+// A plan whose "blocked" net holds one queue operator that blocks forever: on an empty queue (reads)
+// or a full one (writes).
+struct BlockingCase {
+  std::string name;
+  OperatorDef op;
+};
+
+std::vector<BlockingCase> blocking_cases() {
+  return {
+      {"DequeueBlobs", make_op("DequeueBlobs", {"empty"}, {"x"})},
+      {"SafeDequeueBlobs", make_op("SafeDequeueBlobs", {"empty"}, {"x", "s"})},
+      {"SafeDequeueBlobs_many", make_op("SafeDequeueBlobs", {"empty"}, {"x", "s"}, {make_arg("num_records", 4)})},
+      {"WeightedSampleDequeueBlobs", make_op("WeightedSampleDequeueBlobs", {"empty", "empty2"}, {"x", "s"})},
+      {"EnqueueBlobs", make_op("EnqueueBlobs", {"full", "a"}, {"a"})},
+      {"SafeEnqueueBlobs", make_op("SafeEnqueueBlobs", {"full", "a"}, {"a", "s"})},
+  };
+}
+
+PlanDef blocked_plan(const OperatorDef& blocking, bool with_failing_sibling) {
+  PlanDef plan;
+  NetDef init;
+  init.name = "init";
+  init.op.push_back(make_op("CreateBlobsQueue", {}, {"empty"}));
+  init.op.push_back(make_op("CreateBlobsQueue", {}, {"empty2"}));
+  init.op.push_back(make_op("CreateBlobsQueue", {}, {"full"}));
+  init.op.push_back(make_op("ConstantFill", {}, {"a"}, {make_arg("shape", std::vector<int64_t>{1})}));
+  init.op.push_back(make_op("SafeEnqueueBlobs", {"full", "a"}, {"a", "s0"}));
+  init.op.push_back(make_op("ConstantFill", {}, {"a"}, {make_arg("shape", std::vector<int64_t>{1})}));
+  NetDef blocked;
+  blocked.name = "blocked";
+  blocked.op.push_back(blocking);
+  plan.network = {init, blocked};
+  ExecutionStepDef init_step;
+  init_step.name = "init";
+  init_step.network = {"init"};
+  ExecutionStepDef blocked_step;
+  blocked_step.name = "blocked";
+  blocked_step.network = {"blocked"};
+  ExecutionStepDef work;
+  work.name = "work";
+  work.substep.push_back(blocked_step);
+  if (with_failing_sibling) {
+    NetDef fail;
+    fail.name = "fail";
+    fail.op.push_back(make_op("QueueTestFailAfter", {}, {}, {make_arg("ms", 30)}));
+    plan.network.push_back(fail);
+    ExecutionStepDef fail_step;
+    fail_step.name = "fail";
+    fail_step.network = {"fail"};
+    work.substep.push_back(fail_step);
+    work.concurrent_substeps = true;
+  }
+  plan.execution_step = {init_step, work};
+  return plan;
+}
+
+TEST(QueueOpsCancel, CancelTokenWakesABlockedQueueOperator) {
+  for (const auto& c : blocking_cases()) {
+    SCOPED_TRACE(c.name);
+    Workspace ws;
+    RunOptions opts;
+    opts.cancel = std::make_shared<CancelToken>();
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(30ms);
+      opts.cancel->cancel();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_NO_THROW(run_plan(ws, blocked_plan(c.op, false), opts));  // cancelled: no error
+    canceller.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    // cancel() closed the queue the operator was blocked on.
+    const std::string qname = c.op.input[0];
+    EXPECT_TRUE(queue_of(ws, qname).is_closed());
+  }
+}
+
+TEST(QueueOpsCancel, SiblingFailureWakesABlockedQueueOperator) {
+  register_fail_after();
+  for (const auto& c : blocking_cases()) {
+    SCOPED_TRACE(c.name);
+    Workspace ws;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      run_plan(ws, blocked_plan(c.op, true));
+      ADD_FAILURE() << "expected the sibling's error";
+    } catch (const InvalidInput& e) {  // the sibling's error, with its type, is what the run ends with
+      EXPECT_NE(std::string(e.what()).find("queue test: the sibling failed"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("\"fail\""), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    EXPECT_TRUE(queue_of(ws, c.op.input[0]).is_closed());
+  }
+}
+
+TEST(QueueOpsCancel, CancelBeforeRunStillPreventsBlocking) {
+  Workspace ws;
+  create_queue(ws, "q", 1);
+  auto op = create_op(ws, "DequeueBlobs", {"q"}, {"x"});
+  op->cancel();  // arrives before run() bound the queue
+  EXPECT_TRUE(op->run());  // closes the queue on binding, does not block; not an error after cancel
+  EXPECT_TRUE(queue_of(ws, "q").is_closed());
+}
+
+TEST(QueueOpsCancel, CancelFromAnotherThreadWhileBlocked) {
+  Workspace ws;
+  create_queue(ws, "q", 1);
+  auto op = create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"});
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    op->cancel();
+  });
+  ASSERT_TRUE(op->run());
+  t.join();
+  EXPECT_TRUE(status(ws, "s"));
+}
+
+}  // namespace
+}  // namespace moka
