@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "moka/build/context.h"
+#include "moka/build/name_scope.h"
 #include "moka/core/error.h"
 #include "moka/exec/net.h"
 #include "moka/ops/operator.h"
@@ -48,6 +49,8 @@ struct NetState {
   std::unordered_set<std::string> op_outputs;
   std::unordered_set<std::string> external_inputs;
   int64_t next_name_index = 0;
+  // Caffe2's _registered_blob_names: names handed out by next_blob().
+  std::unordered_set<std::string> registered_blob_names;
   std::map<std::string, std::vector<std::shared_ptr<NetAttribute>>, std::less<>> attributes;
   bool frozen = false;
 };
@@ -140,6 +143,16 @@ BlobRef Net::next_name(const std::string& prefix, std::optional<int> output_id) 
   if (prefix.empty()) return BlobRef(fmt::format("{}_blob_{}", name(), state_->next_name_index++));
   return BlobRef(next_prefixed_name(name(), prefix, output_id, [&](const std::string& n) { return is_defined(n); }));
 }
+
+BlobRef Net::next_blob(const std::string& prefix) {
+  std::string name = prefix;
+  for (int index = 0; state_->registered_blob_names.contains(name) || is_defined(name); ++index)
+    name = fmt::format("{}_auto_{}", prefix, index);
+  state_->registered_blob_names.insert(name);
+  return BlobRef(name);
+}
+
+BlobRef Net::next_scoped_blob(const std::string& prefix) { return next_blob(scoped_name(prefix)); }
 
 BlobRefs Net::op(const std::string& type, std::vector<BlobRef> inputs, Outputs outputs, std::vector<Arg> args) {
   check_mutable();

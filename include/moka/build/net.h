@@ -178,6 +178,14 @@ class Net {
   /// `<net>/<prefix>_2` (+ `:<output_id>`), `_3`, …. Without: `<net>_blob_<k>`, k = 0, 1, ….
   BlobRef next_name(const std::string& prefix = {}, std::optional<int> output_id = {});
 
+  /// @brief Caffe2's `NextBlob`: `prefix` itself if this net neither defines nor handed it out
+  /// before, else `<prefix>_auto_<i>` for the first free i = 0, 1, …. The name is remembered, so
+  /// two calls never return the same name.
+  BlobRef next_blob(const std::string& prefix = "unnamed");
+  /// @brief Caffe2's `NextScopedBlob`: next_blob(current_name_scope() + prefix) (see NameScope).
+  /// Unlike next_name(), the net's name is not part of the result.
+  BlobRef next_scoped_blob(const std::string& prefix = "unnamed");
+
   /// True when some operator of this net outputs blob, or blob is an external input.
   bool is_defined(const BlobRef& blob) const;
 

@@ -1,0 +1,78 @@
+// Queue: a bounded BlobsQueue wrapped as a Pipe (Caffe2's queue_util.py, §17.1), and the enqueue /
+// dequeue helpers that emit SafeEnqueueBlobs / SafeDequeueBlobs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moka/io/reader.h"
+
+namespace moka {
+
+/// Optional arguments of Queue.
+struct QueueOptions {
+  std::optional<schema::Field> schema{};  ///< default: adopted from the first writer
+  std::string name = "queue";
+  int64_t num_dequeue_records = 1;        ///< records per read (SafeDequeueBlobs num_records, > 0)
+};
+
+/// @brief A bounded queue of records between pipes (Caffe2's `queue_util.Queue`).
+///
+/// Its blob is `Net(name).next_name("handler")` (e.g. `queue/handler`, `queue_1/handler`). The
+/// queue is created by the node's LOCAL_SETUP (`CreateBlobsQueue`, once per TaskGroup run that
+/// uses it, in the node workspace, before any task). Writers close it when every writer instance
+/// has finished (the task's exit); readers close it too when they stop, so a reader that stops
+/// early unblocks writers. A closed queue refuses writes; reads drain what is left (decision 5).
+/// @code
+///   auto q = moka::Queue::make(11, {.num_dequeue_records = 3});
+///   moka::pipe(ds.reader(), {.output = q, .processor = proc1});
+///   moka::pipe(q, {.output = dst.writer()});
+/// @endcode
+/// Thread-safety: build-time object (the queue itself is thread-safe at run time).
+class Queue final : public Pipe {
+ public:
+  /// InvalidInput when capacity <= 0 or num_dequeue_records <= 0.
+  Queue(int64_t capacity, const QueueOptions& options = {});
+  static std::shared_ptr<Queue> make(int64_t capacity, const QueueOptions& options = {}) {
+    return std::make_shared<Queue>(capacity, options);
+  }
+
+  /// The queue blob.
+  const BlobRef& queue() const { return queue_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t num_dequeue_records() const { return num_dequeue_records_; }
+  /// A reader; InvalidInput "Queue needs a schema in order to be read from." without a schema.
+  std::shared_ptr<Reader> reader() override;
+  std::shared_ptr<Writer> writer() override;
+  /// LOCAL_SETUP: `CreateBlobsQueue` into init_net; InvalidInput "This queue does not have a schema.".
+  std::vector<StepOrNet> setup(Net& init_net) override;
+  std::string type_name() const override { return "Queue"; }
+
+ private:
+  int64_t capacity_;
+  int64_t num_dequeue_records_;
+  BlobRef queue_;
+};
+
+/// @brief Emits `SafeEnqueueBlobs([queue] + blobs, blobs + [status])` into net (Caffe2's
+/// `queue_util.enqueue`); a blob listed twice is copied first. Returns the status blob (true when
+/// the queue was closed). Without status: `net.next_name("status")`.
+BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs,
+                std::optional<BlobRef> status = std::nullopt);
+
+/// What dequeue() emits.
+struct DequeueOutput {
+  std::vector<BlobRef> fields;
+  BlobRef status;
+};
+
+/// @brief Emits `SafeDequeueBlobs(queue) -> fields + [status]` (Caffe2's `queue_util.dequeue`):
+/// field blobs `net.next_name(field_name)` (or `data:i`), status true when the queue is closed
+/// and empty. num_records > 1 concatenates up to that many records.
+DequeueOutput dequeue(Net& net, const BlobRef& queue, int64_t num_blobs, std::optional<BlobRef> status = std::nullopt,
+                      const std::vector<std::string>& field_names = {}, int64_t num_records = 1);
+
+}  // namespace moka
