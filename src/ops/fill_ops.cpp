@@ -141,13 +141,15 @@ class ConstantFillOp final : public OperatorBase {
  public:
   ConstantFillOp(const OperatorDef& def, Workspace* ws)
       : OperatorBase(def, ws), shape_(*this), dtype_(args().get_dtype("dtype", DType::Float)) {
-    if (dtype_ == DType::String)
-      throw InvalidInput(fmt::format("ConstantFill: argument \"dtype\" = STRING is not supported (use GivenTensorStringFill)"));
     const Argument* a = args().find("value");
+    if (a && a->s.has_value() != (dtype_ == DType::String))
+      throw InvalidInput(fmt::format("ConstantFill: argument \"value\" must be a {} for dtype {}",
+                                     dtype_ == DType::String ? "string (\"s\")" : "number (\"i\" or \"f\")",
+                                     dtype_caffe2_name(dtype_)));
     value_ = visit_dtype(dtype_, [&](auto tag) -> Tensor {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, std::string>) {
-        return {};
+        return Tensor::scalar<std::string>(a ? *a->s : std::string());
       } else {
         if (a == nullptr) return Tensor::scalar<T>(T{});
         std::optional<T> v = a->i ? exact_from_int<T>(*a->i) : exact_from_double<T>(*a->f);
@@ -166,12 +168,10 @@ class ConstantFillOp final : public OperatorBase {
     out.resize(dtype_, shape);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, std::string>) {
-        const T v = value_.data<T>()[0];
-        T* p = out.mutable_data<T>();
-        const int64_t n = out.numel();
-        for (int64_t k = 0; k < n; ++k) p[k] = v;
-      }
+      const T& v = value_.data<T>()[0];
+      T* p = out.mutable_data<T>();
+      const int64_t n = out.numel();
+      for (int64_t k = 0; k < n; ++k) p[k] = v;
     });
     return true;
   }
@@ -293,7 +293,7 @@ void register_fill_ops(OperatorRegistry& reg) {
           "fill value: in \"i\" for integer and bool dtypes, in \"f\" for floating ones; the other field is "
           "accepted when the conversion is exact",
           "0");
-    s.arg("dtype", ArgType::DType, "element type (any but STRING)", "FLOAT (1)");
+    s.arg("dtype", ArgType::DType, "element type (STRING takes a string value, in \"s\")", "FLOAT (1)");
     add_shape_args(s);
     s.doc("Fills the output with `value`. Without an input the shape is `shape` (default [], a 0-d scalar); with "
           "one input the output takes the input's shape (input_as_shape = 0) or the shape the input holds "

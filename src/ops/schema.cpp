@@ -65,7 +65,7 @@ std::string count_text(int min, int max) {
                                      case ArgType::Int: return "\"i\"";
                                      case ArgType::Bool: return "\"i\" = 0 or 1";
                                      case ArgType::Float: return "\"f\"";
-                                     case ArgType::Number: return "\"i\" or \"f\"";
+                                     case ArgType::Number: return "\"i\", \"f\" or \"s\"";
                                      case ArgType::String: return "\"s\"";
                                      case ArgType::Ints: return "\"ints\"";
                                      case ArgType::Floats: return "\"floats\"";
@@ -95,7 +95,7 @@ void check_arg_type(const Argument& a, ArgType type) {
       bad_arg(a, type, a.i ? fmt::format("got i = {}", *a.i) : got);
     case ArgType::Float:
     case ArgType::Number:
-      if (a.f || a.i) return;
+      if (a.f || a.i || a.s) return;
       bad_arg(a, type, got);
     case ArgType::String:
       if (a.s) return;

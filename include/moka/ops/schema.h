@@ -16,7 +16,7 @@ enum class ArgType {
   Int,      ///< `i`
   Bool,     ///< `i` equal to 0 or 1
   Float,    ///< `f`, or `i` (converted exactly)
-  Number,   ///< `i` or `f` (a fill's `value`: which one is right depends on dtype)
+  Number,   ///< `i`, `f` or `s` (a fill's `value`: which one is right depends on dtype)
   String,   ///< `s`
   Ints,     ///< `ints`
   Floats,   ///< `floats`, or `ints` (converted exactly)
