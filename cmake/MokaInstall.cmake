@@ -14,3 +14,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mokaConfigVersion.c
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mokaConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/mokaConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)
+# Found again by mokaConfig.cmake for the DB backends moka::moka links.
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/cmake/MokaDbBackends.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)

@@ -37,6 +37,14 @@ class InvalidInput : public Error {
   using Error::Error;
 };
 
+/// Stored bytes (a checkpoint record, a DB file) fail a check: wrong magic, unsupported version,
+/// checksum mismatch, truncation, inconsistent sizes. A kind of InvalidInput, so existing handlers
+/// of bad input catch it too; the message names the blob and record (chunk) involved.
+class CorruptData : public InvalidInput {
+ public:
+  using InvalidInput::InvalidInput;
+};
+
 /// A blob or tensor holds a different type, dtype or shape than an operation needs.
 class TypeError : public Error {
  public:

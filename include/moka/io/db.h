@@ -1,0 +1,143 @@
+// The key/value database interface behind Save and Load (Caffe2's caffe2/core/db.h): DB, Cursor,
+// Transaction, the db_type registry (minidb, leveldb, lmdb) and db_exists. Formats: docs/db-backends.md.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moka {
+
+/// How a DB is opened (Caffe2's db::Mode).
+enum class DbMode {
+  New,    ///< create a fresh, empty DB; an existing one at the path is replaced
+  Write,  ///< open an existing DB to add to it, creating it when missing
+  Read,   ///< open an existing DB read-only; NotFound when there is none
+};
+
+/// "new", "write" or "read".
+std::string_view to_string(DbMode mode);
+
+/// @brief A position in a DB's key order (Caffe2's db::Cursor).
+///
+/// Every backend iterates keys in bytewise lexicographic order (memcmp, a shorter key before any
+/// longer key it prefixes). key() and value() return views that stay valid until the next
+/// seek/seek_to_first/next call or the cursor's destruction. Corruption found while reading
+/// throws moka::RuntimeError naming the file (and, for minidb, the record).
+/// @code
+///   auto db = moka::open_db("minidb", "/tmp/x.minidb", moka::DbMode::Read);
+///   for (auto c = db->new_cursor(); c->valid(); c->next()) use(c->key(), c->value());
+/// @endcode
+/// Thread-safety: one thread at a time per cursor; different cursors of a DB opened in Read mode
+/// may be used from different threads.
+class Cursor {
+ public:
+  virtual ~Cursor() = default;
+  /// @brief Positions at the first key >= key (invalid when there is none).
+  virtual void seek(std::string_view key) = 0;
+  /// @brief Positions at the first key (invalid when the DB is empty).
+  virtual void seek_to_first() = 0;
+  /// @brief Moves to the next key; requires valid().
+  virtual void next() = 0;
+  /// @brief The current key; requires valid().
+  virtual std::string_view key() = 0;
+  /// @brief The current value (read and verified on first access for minidb); requires valid().
+  virtual std::string_view value() = 0;
+  /// @brief Whether the cursor is positioned at an entry.
+  virtual bool valid() = 0;
+};
+
+/// @brief A batch of writes that becomes durable and visible atomically on commit()
+/// (Caffe2's db::Transaction).
+///
+/// After commit() returns, every put() since the previous commit is on stable storage and a DB
+/// opened afterwards sees it. Destroying a transaction without commit() discards its puts. A
+/// put() of an existing key replaces its value. The transaction can be reused after commit().
+/// Thread-safety: one thread at a time; at most one live transaction per DB.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+  /// @brief Stages key -> value (both arbitrary bytes; see docs/db-backends.md for key limits).
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  /// @brief Makes the staged puts durable and visible (fsync'ed; minidb: atomic rename).
+  virtual void commit() = 0;
+};
+
+/// @brief An open key/value database (Caffe2's db::DB).
+///
+/// Thread-safety: not thread-safe; use one DB object from one thread at a time (cursors of a
+/// Read-mode DB excepted, see Cursor). Do not open the same LevelDB or LMDB path twice at once in
+/// one process (the libraries forbid it).
+class DB {
+ public:
+  virtual ~DB() = default;
+  /// @brief A cursor positioned at the first key.
+  virtual std::unique_ptr<Cursor> new_cursor() = 0;
+  /// @brief A transaction; RuntimeError when the DB was opened in Read mode.
+  virtual std::unique_ptr<Transaction> new_transaction() = 0;
+  /// @brief Releases the DB. minidb in New/Write mode publishes an empty DB when nothing was
+  /// committed, so that New + close() always leaves a DB at the path. Idempotent.
+  virtual void close() = 0;
+  /// @brief Reads everything back and checks every checksum the backend has; RuntimeError naming
+  /// the file on corruption. minidb also checks its whole-file checksum; LMDB has no checksums.
+  virtual void verify();
+
+  const std::string& db_type() const { return db_type_; }
+  const std::string& path() const { return path_; }
+  DbMode mode() const { return mode_; }
+
+ protected:
+  DB(std::string db_type, std::string path, DbMode mode)
+      : db_type_(std::move(db_type)), path_(std::move(path)), mode_(mode) {}
+
+ private:
+  std::string db_type_;
+  std::string path_;
+  DbMode mode_;
+};
+
+/// Opens a DB of a registered type: (path, mode) -> DB; throws moka::Error subclasses.
+using DbFactory = std::function<std::unique_ptr<DB>(const std::string& path, DbMode mode)>;
+
+/// @brief Opens the DB at path with the backend registered as db_type (case-insensitive:
+/// "minidb"/"MiniDB", "leveldb"/"LevelDB", "lmdb"/"LMDB").
+///
+/// Errors, each naming the db_type and path: NotFound for an unknown db_type (listing the known
+/// ones) and for a missing DB in Read mode; RuntimeError when the file or directory cannot be
+/// created, or is truncated or corrupt.
+/// @code
+///   auto db = moka::open_db("leveldb", "/data/ckpt.leveldb", moka::DbMode::New);
+///   auto txn = db->new_transaction();
+///   txn->put("w", bytes);
+///   txn->commit();
+///   db->close();
+/// @endcode
+/// Thread-safety: thread-safe.
+std::unique_ptr<DB> open_db(const std::string& db_type, const std::string& path, DbMode mode);
+
+/// @brief Whether a readable DB of db_type exists at path (tries to open it in Read mode, like
+/// Caffe2's db::DBExists). NotFound for an unknown db_type (Caffe2 would return false).
+/// Thread-safety: thread-safe.
+bool db_exists(const std::string& db_type, const std::string& path);
+
+/// @brief Registers (or replaces) a backend under name (stored lower-case).
+/// Thread-safety: thread-safe.
+void register_db_type(const std::string& name, DbFactory factory);
+
+/// @brief The registered db_type names, lower-case and sorted.
+/// Thread-safety: thread-safe.
+std::vector<std::string> registered_db_types();
+
+namespace detail {
+std::unique_ptr<DB> open_minidb(const std::string& path, DbMode mode);
+std::unique_ptr<DB> open_leveldb(const std::string& path, DbMode mode);
+std::unique_ptr<DB> open_lmdb(const std::string& path, DbMode mode);
+/// Key bytes for messages: printable ASCII as is, others as \xNN, at most 64 bytes then "...".
+std::string printable_key(std::string_view key);
+/// fsyncs the directory that holds path ("." when it has no slash); RuntimeError naming it.
+void fsync_parent_dir(const std::string& path);
+}  // namespace detail
+
+}  // namespace moka

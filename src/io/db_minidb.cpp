@@ -1,0 +1,648 @@
+// minidb: moka's single-file DB. Records carry XXH3-64 checksums, a key-sorted index and a trailer at
+// the end of the file, and a commit publishes atomically (tmp file, fsync, rename, directory fsync). See docs/db-backends.md.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moka/core/error.h"
+#include "moka/io/db.h"
+
+// Header-only use of xxHash: no link dependency, and the hash inlines into the read/write loops.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace moka::detail {
+namespace {
+
+constexpr char kFileMagic[8] = {'M', 'O', 'K', 'A', 'M', 'I', 'N', 'I'};
+constexpr char kTrailerMagic[8] = {'M', 'I', 'N', 'I', 'E', 'N', 'D', '\n'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kRecordMagic = 0x3152444d;  // "MDR1" little-endian
+constexpr size_t kHeaderSize = 32;
+constexpr size_t kRecordHeaderSize = 32;
+constexpr size_t kTrailerSize = 64;
+constexpr size_t kIndexEntryFixed = 20;       // u64 offset, u64 value_len, u32 key_len
+constexpr size_t kWriteBufferSize = 4 << 20;  // sequential writes in 4 MiB pieces
+constexpr size_t kCopyChunk = 8 << 20;
+
+// All integers are little-endian on disk whatever the host is.
+void put_u32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void put_u64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint32_t get_u32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw CorruptData(fmt::format("minidb file '{}' is corrupt or truncated: {}", path, what));
+}
+
+// Reads exactly n bytes at off; a short read means the file shrank under us (truncated).
+void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, buf, n, static_cast<off_t>(off));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw RuntimeError(fmt::format("minidb file '{}': read at offset {} failed: {}", path, off, errno_text(errno)));
+    }
+    if (got == 0) corrupt(path, fmt::format("unexpected end of file at offset {}", off));
+    buf += got;
+    n -= static_cast<size_t>(got);
+    off += static_cast<uint64_t>(got);
+  }
+}
+
+void write_all(int fd, const char* buf, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t put = ::write(fd, buf, n);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      throw RuntimeError(fmt::format("minidb file '{}': write failed: {}", path, errno_text(errno)));
+    }
+    buf += put;
+    n -= static_cast<size_t>(put);
+  }
+}
+
+uint64_t hash_header(const char* p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
+
+// One live record in the index.
+struct IndexEntry {
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t value_len = 0;
+};
+
+// An opened, validated minidb file: header, trailer and index checked; records checked when read.
+// Immutable after open, so cursors on different threads may share it (they only pread).
+struct MiniFile {
+  std::string path;
+  Fd fd;
+  uint64_t file_size = 0;
+  uint64_t data_end = 0;  // = index offset
+  uint64_t data_hash = 0;
+  std::vector<IndexEntry> index;  // sorted by key, strictly increasing
+};
+
+// Record header of `rec_index` (ordinal in the index, for messages) at `offset`, checked.
+struct RecordHeader {
+  uint32_t key_len;
+  uint64_t value_len;
+  uint64_t payload_hash;
+};
+
+RecordHeader parse_record_header(const char* h, uint64_t offset, const std::string& where, const std::string& path) {
+  if (get_u32(h) != kRecordMagic) corrupt(path, fmt::format("{} at offset {}: bad record magic", where, offset));
+  if (get_u64(h + 24) != hash_header(h, 24, offset))
+    corrupt(path, fmt::format("{} at offset {}: record header checksum mismatch", where, offset));
+  return RecordHeader{get_u32(h + 4), get_u64(h + 8), get_u64(h + 16)};
+}
+
+std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
+  auto f = std::make_shared<MiniFile>();
+  f->path = path;
+  f->fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f->fd) {
+    const int err = errno;
+    const std::string text = fmt::format("Cannot open file: {} (db_type minidb): {}", path, errno_text(err));
+    if (err == ENOENT || err == ENOTDIR) throw NotFound(text);
+    throw RuntimeError(text);
+  }
+  struct stat st {};
+  if (::fstat(f->fd.get(), &st) != 0)
+    throw RuntimeError(fmt::format("minidb file '{}': stat failed: {}", path, errno_text(errno)));
+  if (!S_ISREG(st.st_mode)) throw RuntimeError(fmt::format("minidb path '{}' is not a regular file", path));
+  f->file_size = static_cast<uint64_t>(st.st_size);
+  if (f->file_size < kHeaderSize + kTrailerSize)
+    corrupt(path, fmt::format("{} bytes, shorter than an empty minidb ({} bytes)", f->file_size,
+                              kHeaderSize + kTrailerSize));
+
+  char header[kHeaderSize];
+  pread_all(f->fd.get(), header, kHeaderSize, 0, path);
+  if (std::memcmp(header, kFileMagic, 8) != 0)
+    throw CorruptData(fmt::format("minidb file '{}' is not a minidb file (bad magic)", path));
+  if (get_u64(header + 24) != hash_header(header, 24, 0)) corrupt(path, "file header checksum mismatch");
+  if (get_u32(header + 8) != kVersion)
+    throw CorruptData(fmt::format("minidb file '{}' has format version {}, this moka reads version {}", path,
+                                   get_u32(header + 8), kVersion));
+
+  char trailer[kTrailerSize];
+  pread_all(f->fd.get(), trailer, kTrailerSize, f->file_size - kTrailerSize, path);
+  if (std::memcmp(trailer + 56, kTrailerMagic, 8) != 0) corrupt(path, "no trailer at the end of the file");
+  if (get_u64(trailer + 48) != hash_header(trailer, 48, 0)) corrupt(path, "trailer checksum mismatch");
+  const uint64_t index_offset = get_u64(trailer);
+  const uint64_t index_size = get_u64(trailer + 8);
+  const uint64_t record_count = get_u64(trailer + 16);
+  f->data_hash = get_u64(trailer + 24);
+  const uint64_t index_hash = get_u64(trailer + 32);
+  if (get_u64(trailer + 40) != f->file_size)
+    corrupt(path, fmt::format("the trailer says {} bytes, the file has {}", get_u64(trailer + 40), f->file_size));
+  if (index_offset < kHeaderSize || index_offset > f->file_size - kTrailerSize ||
+      index_size != f->file_size - kTrailerSize - index_offset)
+    corrupt(path, "index bounds in the trailer do not match the file");
+  f->data_end = index_offset;
+
+  std::unique_ptr<char[]> index(new char[index_size]);
+  pread_all(f->fd.get(), index.get(), index_size, index_offset, path);
+  if (XXH3_64bits(index.get(), index_size) != index_hash) corrupt(path, "index checksum mismatch");
+  if (record_count > index_size / kIndexEntryFixed) corrupt(path, "record count larger than the index");
+  f->index.reserve(record_count);
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < record_count; ++i) {
+    if (index_size - pos < kIndexEntryFixed) corrupt(path, fmt::format("index entry {} is cut short", i));
+    IndexEntry e;
+    e.offset = get_u64(index.get() + pos);
+    e.value_len = get_u64(index.get() + pos + 8);
+    const uint32_t key_len = get_u32(index.get() + pos + 16);
+    pos += kIndexEntryFixed;
+    if (index_size - pos < key_len) corrupt(path, fmt::format("index entry {} is cut short", i));
+    e.key.assign(index.get() + pos, key_len);
+    pos += key_len;
+    // The record must lie inside the data region (written so that no sum can overflow).
+    if (e.offset < kHeaderSize || e.offset > index_offset || index_offset - e.offset < kRecordHeaderSize ||
+        index_offset - e.offset - kRecordHeaderSize < key_len ||
+        index_offset - e.offset - kRecordHeaderSize - key_len < e.value_len)
+      corrupt(path, fmt::format("index entry {} (key '{}') points outside the data", i, printable_key(e.key)));
+    if (!f->index.empty() && !(f->index.back().key < e.key))
+      corrupt(path, fmt::format("index entry {} (key '{}') is out of order", i, printable_key(e.key)));
+    f->index.push_back(std::move(e));
+  }
+  if (pos != index_size) corrupt(path, "trailing bytes after the index");
+  return f;
+}
+
+// Walks every record of the data region in file order, checking each; returns the whole-file
+// chain hash (XXH3 over the file header and every record header) and the offsets seen.
+uint64_t scan_records(const MiniFile& f, std::vector<uint64_t>* offsets) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  char header[kHeaderSize];
+  pread_all(f.fd.get(), header, kHeaderSize, 0, f.path);
+  XXH3_64bits_update(&st, header, kHeaderSize);
+  std::unique_ptr<char[]> buf(new char[kCopyChunk]);
+  uint64_t off = kHeaderSize;
+  uint64_t n = 0;
+  while (off < f.data_end) {
+    const std::string where = fmt::format("record #{} in file order", n);
+    if (f.data_end - off < kRecordHeaderSize) corrupt(f.path, fmt::format("{} at offset {} is cut short", where, off));
+    char rh[kRecordHeaderSize];
+    pread_all(f.fd.get(), rh, kRecordHeaderSize, off, f.path);
+    const RecordHeader h = parse_record_header(rh, off, where, f.path);
+    XXH3_64bits_update(&st, rh, kRecordHeaderSize);
+    const uint64_t payload = uint64_t{h.key_len} + h.value_len;
+    if (f.data_end - off - kRecordHeaderSize < payload)
+      corrupt(f.path, fmt::format("{} at offset {} runs past the data region", where, off));
+    XXH3_state_t ps;
+    XXH3_64bits_reset_withSeed(&ps, off);
+    uint64_t p = off + kRecordHeaderSize;
+    uint64_t left = payload;
+    while (left > 0) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, kCopyChunk));
+      pread_all(f.fd.get(), buf.get(), chunk, p, f.path);
+      XXH3_64bits_update(&ps, buf.get(), chunk);
+      p += chunk;
+      left -= chunk;
+    }
+    if (XXH3_64bits_digest(&ps) != h.payload_hash)
+      corrupt(f.path, fmt::format("{} at offset {}: payload checksum mismatch", where, off));
+    if (offsets) offsets->push_back(off);
+    off = p;
+    ++n;
+  }
+  return XXH3_64bits_digest(&st);
+}
+
+class MiniCursor final : public Cursor {
+ public:
+  explicit MiniCursor(std::shared_ptr<const MiniFile> f) : f_(std::move(f)) {}
+  void seek(std::string_view key) override {
+    if (!f_) return;
+    auto it = std::lower_bound(f_->index.begin(), f_->index.end(), key,
+                               [](const IndexEntry& e, std::string_view k) { return std::string_view(e.key) < k; });
+    move_to(static_cast<size_t>(it - f_->index.begin()));
+  }
+  void seek_to_first() override { move_to(0); }
+  void next() override {
+    if (!valid()) throw RuntimeError("minidb cursor: next() on an invalid cursor");
+    move_to(pos_ + 1);
+  }
+  std::string_view key() override {
+    if (!valid()) throw RuntimeError("minidb cursor: key() on an invalid cursor");
+    return f_->index[pos_].key;
+  }
+  std::string_view value() override {
+    if (!valid()) throw RuntimeError("minidb cursor: value() on an invalid cursor");
+    if (!loaded_) load();
+    return {buf_.get() + kRecordHeaderSize + f_->index[pos_].key.size(), f_->index[pos_].value_len};
+  }
+  bool valid() override { return f_ && pos_ < f_->index.size(); }
+
+ private:
+  void move_to(size_t pos) {
+    pos_ = pos;
+    loaded_ = false;
+  }
+  // One pread for header, key and value, then every check: a record is never returned unverified.
+  void load() {
+    const IndexEntry& e = f_->index[pos_];
+    const std::string where = fmt::format("record {} (key '{}')", pos_, printable_key(e.key));
+    const uint64_t total = kRecordHeaderSize + e.key.size() + e.value_len;
+    if (total > cap_) {
+      buf_.reset(new char[total]);
+      cap_ = total;
+    }
+    pread_all(f_->fd.get(), buf_.get(), total, e.offset, f_->path);
+    const RecordHeader h = parse_record_header(buf_.get(), e.offset, where, f_->path);
+    if (h.key_len != e.key.size() || h.value_len != e.value_len)
+      corrupt(f_->path, fmt::format("{} at offset {}: lengths differ from the index", where, e.offset));
+    const char* payload = buf_.get() + kRecordHeaderSize;
+    if (XXH3_64bits_withSeed(payload, e.key.size() + e.value_len, e.offset) != h.payload_hash)
+      corrupt(f_->path, fmt::format("{} at offset {}: payload checksum mismatch", where, e.offset));
+    if (std::memcmp(payload, e.key.data(), e.key.size()) != 0)
+      corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where, e.offset));
+    loaded_ = true;
+  }
+
+  std::shared_ptr<const MiniFile> f_;
+  size_t pos_ = 0;
+  bool loaded_ = false;
+  std::unique_ptr<char[]> buf_;
+  uint64_t cap_ = 0;
+};
+
+// Where a committed key's record lives.
+struct Loc {
+  uint64_t offset;
+  uint64_t value_len;
+};
+
+// The write side of an open minidb, shared by the DB and its transaction so that either may go first.
+class MiniWriter {
+ public:
+  MiniWriter(std::string path, DbMode mode) : path_(std::move(path)), mode_(mode) {
+    tmp_path_ = fmt::format("{}.tmp-{}", path_, ::getpid());
+    state_.reset(XXH3_createState());
+    if (!state_) throw RuntimeError("minidb: out of memory for the hash state");
+    struct stat st {};
+    const bool exists = ::stat(path_.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+      throw RuntimeError(fmt::format("Cannot open file: {} (db_type minidb, {} mode): it is a directory", path_,
+                                     to_string(mode_)));
+    try {
+      if (mode_ == DbMode::Write && exists) {
+        // Append = copy the committed data into a fresh tmp file; the published file is never modified.
+        auto old = open_mini_file(path_);
+        XXH3_64bits_reset(state_.get());
+        const uint64_t chain = scan_records_into_state(*old);
+        if (chain != old->data_hash) corrupt(path_, "whole-file checksum mismatch");
+        for (const auto& e : old->index) committed_[e.key] = Loc{e.offset, e.value_len};
+        start_tmp_from(*old);
+        published_ = true;
+      } else {
+        start_fresh_tmp();
+      }
+    } catch (...) {
+      abandon();  // no tmp file outlives a failed open
+      throw;
+    }
+  }
+  ~MiniWriter() { abandon(); }
+  MiniWriter(const MiniWriter&) = delete;
+  MiniWriter& operator=(const MiniWriter&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool closed() const { return closed_; }
+  bool txn_live = false;
+
+  void put(std::string_view key, std::string_view value, std::map<std::string, Loc, std::less<>>& pending) {
+    check_open();
+    if (key.size() > UINT32_MAX) throw InvalidInput(fmt::format("minidb '{}': key longer than 4 GiB", path_));
+    if (!fd_) reopen_after_publish();
+    const uint64_t offset = pos_;
+    char h[kRecordHeaderSize];
+    put_u32(h, kRecordMagic);
+    put_u32(h + 4, static_cast<uint32_t>(key.size()));
+    put_u64(h + 8, value.size());
+    XXH3_state_t ps;
+    XXH3_64bits_reset_withSeed(&ps, offset);
+    XXH3_64bits_update(&ps, key.data(), key.size());
+    XXH3_64bits_update(&ps, value.data(), value.size());
+    put_u64(h + 16, XXH3_64bits_digest(&ps));
+    put_u64(h + 24, hash_header(h, 24, offset));
+    XXH3_64bits_update(state_.get(), h, kRecordHeaderSize);
+    append(h, kRecordHeaderSize);
+    append(key.data(), key.size());
+    append(value.data(), value.size());
+    pending[std::string(key)] = Loc{offset, value.size()};
+  }
+
+  void commit(std::map<std::string, Loc, std::less<>>& pending) {
+    check_open();
+    if (!fd_) {
+      if (pending.empty()) return;  // nothing new since the last publish
+      reopen_after_publish();
+    }
+    for (auto& [k, loc] : pending) committed_[k] = loc;
+    pending.clear();
+    publish();
+  }
+
+  // close(): publish an empty/unchanged DB if nothing was ever published, then release.
+  void close() {
+    if (closed_) return;
+    if (!published_) publish();
+    abandon();
+  }
+
+  // Releases everything without publishing; the tmp file is removed.
+  void abandon() noexcept {
+    if (closed_) return;
+    closed_ = true;
+    if (fd_) {
+      fd_.reset();
+      ::unlink(tmp_path_.c_str());
+    }
+    published_fd_.reset();
+  }
+
+ private:
+  void check_open() const {
+    if (closed_) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path_));
+  }
+
+  void start_fresh_tmp() {
+    open_tmp();
+    char h[kHeaderSize] = {};
+    std::memcpy(h, kFileMagic, 8);
+    put_u32(h + 8, kVersion);
+    put_u64(h + 24, hash_header(h, 24, 0));
+    XXH3_64bits_reset(state_.get());
+    XXH3_64bits_update(state_.get(), h, kHeaderSize);
+    pos_ = 0;
+    append(h, kHeaderSize);
+  }
+
+  void open_tmp() {
+    ::unlink(tmp_path_.c_str());  // a leftover of a crashed process that had our pid
+    fd_ = Fd(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd_)
+      throw RuntimeError(fmt::format("Cannot open file: {} (db_type minidb, {} mode; temporary file {}): {}", path_,
+                                     to_string(mode_), tmp_path_, errno_text(errno)));
+    buf_.clear();
+    buf_.reserve(kWriteBufferSize);
+  }
+
+  uint64_t scan_records_into_state(const MiniFile& f) {
+    // The scan verifies every record; it recomputes the chain hash into its own state, and we
+    // rebuild ours the same way so appending continues the chain.
+    std::vector<uint64_t> offsets;
+    const uint64_t chain = scan_records(f, &offsets);
+    char header[kHeaderSize];
+    pread_all(f.fd.get(), header, kHeaderSize, 0, f.path);
+    XXH3_64bits_update(state_.get(), header, kHeaderSize);
+    for (uint64_t off : offsets) {
+      char rh[kRecordHeaderSize];
+      pread_all(f.fd.get(), rh, kRecordHeaderSize, off, f.path);
+      XXH3_64bits_update(state_.get(), rh, kRecordHeaderSize);
+    }
+    return chain;
+  }
+
+  // A new tmp file holding [0, data_end) of a published file; our hash state already covers it.
+  void start_tmp_from(const MiniFile& f) { copy_data_from(f.fd.get(), f.data_end); }
+
+  void copy_data_from(int src, uint64_t data_end) {
+    open_tmp();
+    loff_t in = 0;
+    uint64_t left = data_end;
+    while (left > 0) {
+      const ssize_t n = ::copy_file_range(src, &in, fd_.get(), nullptr, static_cast<size_t>(std::min<uint64_t>(left, 1u << 30)), 0);
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+        copy_by_hand(src, static_cast<uint64_t>(in), left);
+        break;
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw RuntimeError(fmt::format("minidb '{}': copying committed data failed: {}", path_, errno_text(errno)));
+      }
+      if (n == 0) corrupt(path_, "the file shrank while being copied");
+      left -= static_cast<uint64_t>(n);
+    }
+    pos_ = data_end;
+  }
+
+  void copy_by_hand(int src, uint64_t from, uint64_t left) {
+    std::unique_ptr<char[]> b(new char[kCopyChunk]);
+    while (left > 0) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, kCopyChunk));
+      pread_all(src, b.get(), chunk, from, path_);
+      write_all(fd_.get(), b.get(), chunk, tmp_path_);
+      from += chunk;
+      left -= chunk;
+    }
+  }
+
+  // After a publish the tmp file became `path`; further puts go to a copy of its data region.
+  void reopen_after_publish() {
+    copy_data_from(published_fd_.get(), published_data_end_);
+    published_fd_.reset();
+  }
+
+  // Buffered sequential append; values at least as large as the buffer go straight to write().
+  void append(const char* p, size_t n) {
+    pos_ += n;
+    if (buf_.size() + n <= kWriteBufferSize) {
+      buf_.append(p, n);
+      return;
+    }
+    flush();
+    if (n >= kWriteBufferSize) {
+      write_all(fd_.get(), p, n, tmp_path_);
+    } else {
+      buf_.append(p, n);
+    }
+  }
+
+  void flush() {
+    if (!buf_.empty()) write_all(fd_.get(), buf_.data(), buf_.size(), tmp_path_);
+    buf_.clear();
+  }
+
+  // Index + trailer, fsync, rename over path, fsync the directory: readers see the old or the new file.
+  void publish() {
+    const uint64_t index_offset = pos_;
+    std::string index;
+    for (const auto& [k, loc] : committed_) {
+      char e[kIndexEntryFixed];
+      put_u64(e, loc.offset);
+      put_u64(e + 8, loc.value_len);
+      put_u32(e + 16, static_cast<uint32_t>(k.size()));
+      index.append(e, kIndexEntryFixed);
+      index.append(k);
+    }
+    char t[kTrailerSize] = {};
+    put_u64(t, index_offset);
+    put_u64(t + 8, index.size());
+    put_u64(t + 16, committed_.size());
+    put_u64(t + 24, XXH3_64bits_digest(state_.get()));  // the chain state stays usable for later appends
+    put_u64(t + 32, XXH3_64bits(index.data(), index.size()));
+    put_u64(t + 40, index_offset + index.size() + kTrailerSize);
+    put_u64(t + 48, hash_header(t, 48, 0));
+    std::memcpy(t + 56, kTrailerMagic, 8);
+    flush();
+    write_all(fd_.get(), index.data(), index.size(), tmp_path_);
+    write_all(fd_.get(), t, kTrailerSize, tmp_path_);
+    if (::fsync(fd_.get()) != 0)
+      throw RuntimeError(fmt::format("minidb '{}': fsync of {} failed: {}", path_, tmp_path_, errno_text(errno)));
+    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+      throw RuntimeError(fmt::format("minidb '{}': rename of {} failed: {}", path_, tmp_path_, errno_text(errno)));
+    fsync_parent_dir(path_);
+    // The tmp descriptor was write-only: keep a read descriptor of the published file, the
+    // source of the next tmp copy (it stays valid even if path is replaced later).
+    fd_.reset();
+    published_fd_ = Fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    published_data_end_ = index_offset;
+    pos_ = index_offset;
+    published_ = true;
+  }
+
+  std::string path_;
+  std::string tmp_path_;
+  DbMode mode_;
+  Fd fd_;                  // the tmp file being written; empty right after a publish
+  Fd published_fd_;        // the last published file (read-only), source of the next copy
+  uint64_t published_data_end_ = 0;
+  uint64_t pos_ = 0;       // logical end of the tmp file (buffer included)
+  std::string buf_;
+  struct FreeState {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  std::unique_ptr<XXH3_state_t, FreeState> state_;  // chain hash: file header + every record header
+  std::map<std::string, Loc, std::less<>> committed_;
+  bool published_ = false;
+  bool closed_ = false;
+};
+
+class MiniTransaction final : public Transaction {
+ public:
+  explicit MiniTransaction(std::shared_ptr<MiniWriter> w) : w_(std::move(w)) { w_->txn_live = true; }
+  ~MiniTransaction() override { w_->txn_live = false; }
+  void put(std::string_view key, std::string_view value) override { w_->put(key, value, pending_); }
+  void commit() override { w_->commit(pending_); }
+
+ private:
+  std::shared_ptr<MiniWriter> w_;
+  std::map<std::string, Loc, std::less<>> pending_;
+};
+
+class MiniDb final : public DB {
+ public:
+  MiniDb(const std::string& path, DbMode mode) : DB("minidb", path, mode) {
+    if (mode == DbMode::Read) {
+      file_ = open_mini_file(path);
+    } else {
+      writer_ = std::make_shared<MiniWriter>(path, mode);
+    }
+  }
+  ~MiniDb() override {
+    // Without close(), whatever was not committed is dropped: no half-written file ever appears at path.
+    if (writer_) writer_->abandon();
+  }
+
+  std::unique_ptr<Cursor> new_cursor() override {
+    if (mode() == DbMode::Read) {
+      if (!file_) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path()));
+      return std::make_unique<MiniCursor>(file_);
+    }
+    // A writer's cursor reads the last published state (the file at path), if any.
+    struct stat st {};
+    if (::stat(path().c_str(), &st) != 0) return std::make_unique<MiniCursor>(nullptr);
+    return std::make_unique<MiniCursor>(open_mini_file(path()));
+  }
+
+  std::unique_ptr<Transaction> new_transaction() override {
+    if (!writer_) throw RuntimeError(fmt::format("minidb '{}': cannot write to a DB opened in read mode", path()));
+    if (writer_->closed()) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path()));
+    if (writer_->txn_live) throw RuntimeError(fmt::format("minidb '{}': a transaction is already open", path()));
+    return std::make_unique<MiniTransaction>(writer_);
+  }
+
+  void close() override {
+    if (writer_) writer_->close();
+    file_.reset();
+  }
+
+  void verify() override {
+    auto f = open_mini_file(path());
+    std::vector<uint64_t> offsets;
+    if (scan_records(*f, &offsets) != f->data_hash) corrupt(path(), "whole-file checksum mismatch");
+    for (size_t i = 0; i < f->index.size(); ++i) {
+      if (!std::binary_search(offsets.begin(), offsets.end(), f->index[i].offset))
+        corrupt(path(), fmt::format("index entry {} (key '{}') does not point at a record", i,
+                                    printable_key(f->index[i].key)));
+    }
+    // Keys: each live record's key must match its index entry.
+    MiniCursor c(f);
+    for (c.seek_to_first(); c.valid(); c.next()) (void)c.value();
+  }
+
+ private:
+  std::shared_ptr<const MiniFile> file_;
+  std::shared_ptr<MiniWriter> writer_;
+};
+
+}  // namespace
+
+std::unique_ptr<DB> open_minidb(const std::string& path, DbMode mode) { return std::make_unique<MiniDb>(path, mode); }
+
+}  // namespace moka::detail
