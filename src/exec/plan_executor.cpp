@@ -75,11 +75,12 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   if (jobs == 0) return;
   auto block = std::make_shared<Block>(jobs);
   // Every job goes to the pool, none to this thread: a job stuck in an operator that ignores
-  // cancellation must not keep this thread from reporting the error after the timeout. The
-  // jobs use raw pointers: this thread keeps c and block alive until every job has finished
-  // (or keeps them forever when it gives up on a stuck one), so their last references die here.
-  WorkerPool::global().submit_batch(jobs, [step = c.get(), done = block.get(), n](std::size_t j) {
-    done->finish(run_job(*step, j % n));
+  // cancellation must not keep this thread from reporting the error after the timeout. Jobs
+  // reach the step through a raw pointer — this thread keeps c alive until every job has called
+  // finish() (or forever, when it gives up on a stuck one), so its last reference dies here — but
+  // share the Block: finish() still uses it after the waiter may have woken and returned.
+  WorkerPool::global().submit_batch(jobs, [step = c.get(), block, n](std::size_t j) {
+    block->finish(run_job(*step, j % n));
   });
 
   BlockingScope blocking;  // on a pool worker: let the queued substeps run meanwhile
@@ -96,7 +97,6 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
     if (!stopped) {
       c->ctx.abandoned.store(true);
       keep_forever(c);
-      keep_forever(block);
       throw RuntimeError(fmt::format("failed to stop concurrent workers after exception: {}",
                                      exception_text(c->first_exception())));
     }

@@ -16,7 +16,10 @@
 namespace moka::detail {
 namespace {
 
-constexpr size_t kMapSize = size_t{1} << 40;  // address space only: data.mdb grows as pages are written
+// Address space only: data.mdb grows as pages are written. Where the process cannot reserve that
+// much (sanitizers, ulimit -v) the map is halved until it fits, down to kMinMapSize.
+constexpr size_t kMapSize = size_t{1} << 40;
+constexpr size_t kMinMapSize = size_t{1} << 30;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what, int rc) {
   throw RuntimeError(fmt::format("lmdb db '{}': {}: {}", path, what, mdb_strerror(rc)));
@@ -30,6 +33,7 @@ struct Env {
   std::string path;
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
+  size_t map_size = 0;
   ~Env() {
     if (env) mdb_env_close(env);
   }
@@ -134,7 +138,7 @@ class LmdbTransaction final : public Transaction {
                                      env_->path, printable_key(key), key.size(), mdb_env_get_maxkeysize(env_->env)));
     if (rc == MDB_MAP_FULL)
       throw RuntimeError(fmt::format("lmdb db '{}' is full (map size {} GiB); the transaction was aborted",
-                                     env_->path, kMapSize >> 30));
+                                     env_->path, env_->map_size >> 30));
     fail(env_->path, fmt::format("put of key '{}' failed; the transaction was aborted", printable_key(key)), rc);
   }
 
@@ -148,7 +152,7 @@ class LmdbTransaction final : public Transaction {
     failed_ = true;
     if (rc == MDB_MAP_FULL)
       throw RuntimeError(fmt::format("lmdb db '{}' is full (map size {} GiB); the commit failed", env_->path,
-                                     kMapSize >> 30));
+                                     env_->map_size >> 30));
     fail(env_->path, "commit failed", rc);
   }
 
@@ -189,13 +193,20 @@ class LmdbDb final : public DB {
 
     env_ = std::make_shared<Env>();
     env_->path = path;
-    int rc = mdb_env_create(&env_->env);
-    if (rc != 0) fail(path, "cannot create the environment", rc);
-    rc = mdb_env_set_mapsize(env_->env, kMapSize);
-    if (rc != 0) fail(path, "cannot set the map size", rc);
     // NOTLS: read transactions belong to cursors, which may move between threads.
     const unsigned flags = MDB_NOTLS | (mode == DbMode::Read ? MDB_RDONLY : 0u);
-    rc = mdb_env_open(env_->env, path.c_str(), flags, 0644);
+    int rc = 0;
+    for (size_t map_size = kMapSize;; map_size /= 2) {
+      rc = mdb_env_create(&env_->env);
+      if (rc != 0) fail(path, "cannot create the environment", rc);
+      rc = mdb_env_set_mapsize(env_->env, map_size);
+      if (rc != 0) fail(path, "cannot set the map size", rc);
+      rc = mdb_env_open(env_->env, path.c_str(), flags, 0644);
+      env_->map_size = map_size;
+      if (rc != ENOMEM || map_size <= kMinMapSize) break;
+      mdb_env_close(env_->env);  // a failed open leaves a handle that must be discarded
+      env_->env = nullptr;
+    }
     if (rc != 0) fail(path, fmt::format("cannot open ({} mode)", to_string(mode)), rc);
     if (mode != DbMode::Read) fsync_parent_dir(data);  // data.mdb's directory entry is durable
 
