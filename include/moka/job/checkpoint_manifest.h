@@ -1,0 +1,93 @@
+// Committed checkpoints: the per-epoch manifest that makes an epoch's node files one atomic checkpoint,
+// verification of committed epochs, choosing the epoch to resume from, and retention (DESIGN.md §5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace moka {
+
+/// @brief What a DB holds, independent of its backend: entry count, key+value bytes and an XXH3-64
+/// digest over every (key, value) in key order. Two DBs with the same entries give the same digest
+/// whatever their db_type or on-disk layout (LevelDB and LMDB rewrite files when opened, so a file
+/// checksum could not be re-checked).
+struct DbDigest {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t xxh3 = 0;
+  bool operator==(const DbDigest&) const = default;
+};
+
+/// @brief One node's DB in a committed checkpoint.
+struct CheckpointFile {
+  std::string node;  ///< node name
+  std::string db;    ///< path of the node's DB (as Save was given it)
+  DbDigest digest;
+  bool operator==(const CheckpointFile&) const = default;
+};
+
+/// @brief The manifest of one committed epoch (format: docs/checkpoint-format.md, "Manifests").
+struct CheckpointManifest {
+  int64_t epoch = 0;
+  std::string db_type;
+  std::vector<CheckpointFile> files;  ///< one per checkpointed node, in node order
+  bool operator==(const CheckpointManifest&) const = default;
+};
+
+/// @brief `dir/moka-manifest.<epoch>.json`: where the manifest of `epoch` lives.
+std::string manifest_path(const std::string& dir, int64_t epoch);
+
+/// @brief The manifest as JSON (stable field order; the format docs/checkpoint-format.md specifies).
+std::string to_json(const CheckpointManifest& manifest);
+/// @brief Parses a manifest; CorruptData naming `where` when it is not a valid version-1 manifest.
+CheckpointManifest manifest_from_json(std::string_view text, std::string_view where);
+
+/// @brief Reads every entry of the DB (verifying every checksum the backend has) and digests it.
+/// Throws NotFound when there is no DB at path, CorruptData/RuntimeError naming the file otherwise.
+DbDigest digest_db(const std::string& db_type, const std::string& path);
+
+/// @brief Writes bytes to `path` so that a crash at any instant leaves either the old file or the
+/// complete new one: temporary file in the same directory, write, fsync, rename, directory fsync.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+/// @brief Commits epoch `epoch`: digests each node's DB (read back after Save, so a file that did
+/// not reach the disk intact is caught before it is trusted), then writes the manifest atomically.
+/// Before this returns the epoch does not exist for resume; after it, it does.
+/// node_dbs: (node, db path) pairs. Throws (naming the node and file) when a DB cannot be read.
+/// Thread-safety: one commit per directory at a time.
+CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
+                                     const std::vector<std::pair<std::string, std::string>>& node_dbs);
+
+/// @brief Epochs that have a manifest in `dir`, ascending (not verified). Empty when dir is missing.
+std::vector<int64_t> committed_epochs(const std::string& dir);
+
+/// @brief Reads the manifest of `epoch` and checks every node DB against it. Throws NotFound when
+/// the epoch has no manifest, CorruptData naming the manifest, node and file otherwise.
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch);
+
+/// @brief The result of looking for the epoch to resume from.
+struct ResumeChoice {
+  std::optional<int64_t> epoch;                          ///< newest committed epoch that verifies
+  std::vector<std::pair<int64_t, std::string>> skipped;  ///< newer committed epochs that did not, and why
+};
+
+/// @brief The newest committed epoch in `dir` whose files all verify; newer epochs that fail are
+/// listed with the reason. No epoch when nothing usable is committed.
+ResumeChoice find_resume_epoch(const std::string& dir);
+
+/// @brief Which committed checkpoints retention keeps.
+struct RetentionPolicy {
+  int64_t keep_last = 0;   ///< keep the newest N committed epochs; 0 keeps all
+  int64_t keep_every = 0;  ///< also keep every epoch divisible by K; 0 = none
+};
+
+/// @brief Deletes committed checkpoints the policy does not keep: the manifest first (so the epoch
+/// stops existing atomically), then its node DBs. Never deletes the newest committed epoch, nor an
+/// epoch whose manifest cannot be read (it is left for a person to inspect). Returns the deleted epochs, ascending.
+std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy);
+
+}  // namespace moka
