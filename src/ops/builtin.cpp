@@ -14,6 +14,7 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_timer_ops(reg);
   register_dataset_ops(reg);
   register_queue_ops(reg);
+  register_db_ops(reg);
 }
 
 }  // namespace moka::detail

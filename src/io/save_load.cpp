@@ -1,0 +1,347 @@
+// save_blobs / load_blobs: Caffe2's Save and Load (§20) over moka's DB interface and blob records.
+// Save streams each record straight into one transaction; Load assembles chunks in any order.
+#include "moka/io/save_load.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "moka/core/blob.h"
+#include "moka/core/error.h"
+#include "moka/core/tensor.h"
+#include "moka/core/workspace.h"
+#include "moka/io/blob_serializer.h"
+#include "moka/io/db.h"
+
+namespace moka {
+
+namespace {
+
+// Caffe2's prefix stripping (load_save_op.h): everything up to and including the first occurrence.
+std::string strip(const std::string& name, const std::string& prefix) {
+  if (prefix.empty()) return name;
+  const auto pos = name.find(prefix);
+  return pos == std::string::npos ? name : name.substr(pos + prefix.size());
+}
+
+std::string where_db(std::string_view verb, const std::string& db_type, const std::string& path) {
+  return fmt::format("{} {} db \"{}\"", verb, db_type, path);
+}
+
+// Runs f; a moka::Error leaving it gets `where` as context (so every message names the DB).
+template <class F>
+auto with_context(const std::string& where, F&& f) {
+  try {
+    return f();
+  } catch (Error& e) {
+    e.add_context(where);
+    throw;
+  }
+}
+
+// A ByteSink that turns each record serialize_blob produces into one put() of a transaction.
+// Only the record being written is buffered (its size is known up front, so one allocation
+// that is reused for every later record that fits).
+class TransactionSink final : public ByteSink {
+ public:
+  explicit TransactionSink(Transaction& txn) : txn_(txn) {}
+  void begin_record(std::string_view key, uint64_t size) override {
+    key_.assign(key);
+    value_.clear();
+    value_.reserve(static_cast<std::size_t>(size));
+  }
+  void write(std::span<const std::byte> bytes) override {
+    value_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  void end_record() override {
+    txn_.put(key_, value_);
+    bytes_ += value_.size();
+    ++records_;
+  }
+  uint64_t bytes() const noexcept { return bytes_; }
+  // Frees the buffer (it can be as large as one chunk).
+  void release() {
+    value_.clear();
+    value_.shrink_to_fit();
+  }
+
+ private:
+  Transaction& txn_;
+  std::string key_;
+  std::string value_;
+  uint64_t bytes_ = 0;
+  uint64_t records_ = 0;
+};
+
+// Fails before the DB is opened (which, in New mode, may already replace an existing DB) when a
+// blob cannot be serialized.
+void check_serializable(const std::string& name, const Blob& blob) {
+  if (!blob.is_initialized())
+    throw InvalidInput(fmt::format("Cannot serialize blob \"{}\": it is uninitialized (holds nothing)", name));
+  if (blob.tensor_or_null() != nullptr) return;
+  if (!BlobSerializerRegistry::global().find(blob.type()))
+    throw InvalidInput(fmt::format(
+        "No known serializer for {} (blob \"{}\"); register one with BlobSerializerRegistry::register_serializer",
+        blob.type_name(), name));
+}
+
+uint64_t numel_of(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d < 0 ? 0 : d);
+  return n;
+}
+
+// What Load knows about one blob being assembled (Caffe2's BlobState, plus the assembler).
+struct Pending {
+  Blob* blob = nullptr;
+  std::unique_ptr<BlobAssembler> assembler;
+  std::size_t db_index = 0;
+  bool is_tensor = false;
+  uint64_t total = 0;  // elements expected (tensors)
+  uint64_t read = 0;   // elements read so far
+  uint64_t chunks_total = 0;
+  uint64_t chunks_read = 0;
+};
+
+}  // namespace
+
+std::string resolve_db_path(const Workspace& ws, const std::string& db, bool absolute_path) {
+  return absolute_path ? db : ws.root_folder() + "/" + db;
+}
+
+namespace detail {
+
+std::vector<std::string> save_stored_names(const SaveSpec& spec) {
+  if (spec.db.empty()) throw InvalidInput("Must specify a db name.");
+  if (spec.db_type.empty()) throw InvalidInput("Must specify a db type.");
+  if (!spec.blob_name_overrides.empty() && spec.blob_name_overrides.size() != spec.blob_names.size())
+    throw InvalidInput(fmt::format("Number of blobs and blob_name_overrides mismatch. ({} blobs, {} overrides)",
+                                   spec.blob_names.size(), spec.blob_name_overrides.size()));
+  if (!spec.blob_name_overrides.empty() && !spec.strip_prefix.empty())
+    throw InvalidInput("strip_prefix and blob_name_overrides are mutually exclusive.");
+  if (spec.chunk_size < kNoChunking)
+    throw InvalidInput(fmt::format("chunk_size must be >= -1 (-1: no chunking, 0: default), got {}", spec.chunk_size));
+  std::vector<std::string> names;
+  names.reserve(spec.blob_names.size());
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < spec.blob_names.size(); ++i) {
+    std::string name =
+        spec.blob_name_overrides.empty() ? strip(spec.blob_names[i], spec.strip_prefix) : spec.blob_name_overrides[i];
+    if (name.empty())
+      throw InvalidInput(fmt::format("blob \"{}\" would be stored under an empty name", spec.blob_names[i]));
+    // Caffe2 checks this only without overrides; duplicated overrides would silently overwrite a
+    // record, so moka checks both.
+    if (!seen.insert(name).second) throw InvalidInput(fmt::format("Duplicated input: {}", name));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+void check_load_spec(const LoadSpec& spec) {
+  if (spec.db_type.empty()) throw InvalidInput("Must specify a db type.");
+  if (spec.dbs.empty()) throw InvalidInput("Must specify a db name.");
+  std::set<std::string> dbs;
+  for (const auto& db : spec.dbs) {
+    if (db.empty()) throw InvalidInput("Db name should not be empty.");
+    if (!dbs.insert(db).second) throw InvalidInput(fmt::format("Duplicated db name: {}", db));
+  }
+  if (!spec.source_blob_names.empty() && spec.source_blob_names.size() != spec.blob_names.size())
+    throw InvalidInput(fmt::format("Number of output blobs and source_blob_names mismatch. ({} outputs, {} names)",
+                                   spec.blob_names.size(), spec.source_blob_names.size()));
+  if (!spec.source_blob_names.empty() && !spec.strip_prefix.empty())
+    throw InvalidInput("strip_prefix and source_blob_names are mutually exclusive.");
+  if (!spec.source_blob_names.empty() && spec.load_all)
+    throw InvalidInput("cannot load_all_ while using source_blob_names.");
+  if (!spec.load_all) {
+    std::set<std::string> seen;
+    for (const auto& n : spec.source_blob_names.empty() ? spec.blob_names : spec.source_blob_names)
+      if (!seen.insert(n).second) throw InvalidInput(fmt::format("Duplicated source blob name: {}", n));
+    if (!spec.source_blob_names.empty()) {
+      // Two stored blobs into one output would leave it holding whichever came last.
+      seen.clear();
+      for (const auto& n : spec.blob_names)
+        if (!seen.insert(n).second) throw InvalidInput(fmt::format("Duplicated output blob name: {}", n));
+    }
+  }
+}
+
+SaveLoadStats save_bound_blobs(const SaveSpec& spec, const std::string& path, const std::vector<const Blob*>& blobs) {
+  return with_context(where_db("Save to", spec.db_type, path), [&] {
+    const std::vector<std::string> names = save_stored_names(spec);
+    if (blobs.size() != names.size())
+      throw InvalidInput(fmt::format("save: {} blobs bound for {} names", blobs.size(), names.size()));
+    for (std::size_t i = 0; i < blobs.size(); ++i) check_serializable(spec.blob_names[i], *blobs[i]);
+
+    auto db = open_db(spec.db_type, path, DbMode::New);
+    auto txn = db->new_transaction();
+    TransactionSink sink(*txn);
+    SerializeOptions options;
+    options.chunk_size = spec.chunk_size;
+    for (std::size_t i = 0; i < blobs.size(); ++i) {
+      try {
+        serialize_blob(names[i], *blobs[i], sink, options);
+      } catch (Error& e) {
+        e.add_context(fmt::format("blob \"{}\"", spec.blob_names[i]));
+        throw;
+      }
+    }
+    sink.release();
+    // One commit for the whole save: readers see all blobs or (for a new DB) none.
+    txn->commit();
+    txn.reset();
+    db->close();
+    return SaveLoadStats{blobs.size(), sink.bytes()};
+  });
+}
+
+SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::vector<std::string>& paths,
+                               const std::vector<Blob*>& outputs) {
+  const std::string all_dbs = paths.size() == 1 ? where_db("Load from", spec.db_type, paths.empty() ? "" : paths[0])
+                                                : fmt::format("Load from {} dbs \"{}\"", spec.db_type,
+                                                              fmt::join(paths, "\", \""));
+  with_context(all_dbs, [&] {
+    check_load_spec(spec);
+    if (paths.size() != spec.dbs.size())
+      throw InvalidInput(fmt::format("load: {} paths for {} dbs", paths.size(), spec.dbs.size()));
+    if (!spec.load_all && outputs.size() != spec.blob_names.size())
+      throw InvalidInput(
+          fmt::format("load: {} output blobs bound for {} names", outputs.size(), spec.blob_names.size()));
+  });
+
+  // Requested stored name (after prefix rules) -> output index.
+  std::unordered_map<std::string, std::size_t> wanted;
+  if (!spec.load_all) {
+    const auto& names = spec.source_blob_names.empty() ? spec.blob_names : spec.source_blob_names;
+    for (std::size_t i = 0; i < names.size(); ++i) wanted.emplace(names[i], i);
+  }
+
+  std::map<std::string, Pending> pending;  // by blob name (key after prefix rules)
+  SaveLoadStats stats;
+  std::size_t loaded = 0;
+  // On error, a blob whose chunks did not all arrive is emptied: never partly loaded.
+  auto reset_incomplete = [&] {
+    for (auto& [name, p] : pending)
+      if (p.assembler == nullptr || !p.assembler->complete()) p.blob->reset();
+  };
+
+  try {
+    for (std::size_t d = 0; d < paths.size(); ++d) {
+      const std::string& path = paths[d];
+      with_context(where_db("Load from", spec.db_type, path), [&] {
+        auto db = open_db(spec.db_type, path, DbMode::Read);
+        for (auto cursor = db->new_cursor(); cursor->valid(); cursor->next()) {
+          const std::string_view db_key = cursor->key();
+          const std::string key = spec.add_prefix + strip(std::string(blob_name_from_key(db_key)), spec.strip_prefix);
+          auto w = wanted.end();
+          if (!spec.load_all) {
+            w = wanted.find(key);
+            if (w == wanted.end()) continue;  // not requested: its value is never read
+          }
+          auto [it, fresh] = pending.try_emplace(key);
+          Pending& p = it->second;
+          if (!fresh && p.db_index != d) throw InvalidInput(fmt::format("Duplicate Key {} is found!", key));
+          if (fresh) {
+            p.db_index = d;
+            p.blob = spec.load_all ? ws.create_blob(key) : outputs[w->second];
+            // Caffe2 resets the blob before the first record (the assembler reuses a tensor's
+            // storage otherwise, which is only safe while nothing else can see it).
+            p.blob->reset();
+            p.assembler = std::make_unique<BlobAssembler>(*p.blob);
+          }
+          try {
+            const std::string_view value = cursor->value();
+            stats.bytes += value.size();
+            MemorySource src(value);
+            const RecordHeader h = read_record_header(src, "record header");
+            const bool tensor = h.kind == RecordKind::TensorChunk;
+            if (p.assembler->complete())
+              throw InvalidInput(tensor ? fmt::format("Found an extra part for an already filled tensor: {}", key)
+                                        : fmt::format("Blob duplicated: {}", key));
+            if (!fresh && tensor != p.is_tensor)
+              throw InvalidInput(fmt::format("Must be tensor {} (a tensor chunk and a non-tensor record share the "
+                                             "name)",
+                                             key));
+            p.is_tensor = tensor;
+            if (tensor) {
+              p.total = numel_of(h.shape);
+              p.read += h.elem_count;
+              p.chunks_total = h.chunk_count;
+            }
+            ++p.chunks_read;
+            p.assembler->add(h, src);
+            if (src.position() != value.size())
+              throw CorruptData(fmt::format("{} unexpected bytes after the record", value.size() - src.position()));
+          } catch (Error& e) {
+            p.blob->reset();
+            e.add_context(fmt::format("key \"{}\"", detail::printable_key(db_key)));
+            throw;
+          }
+          if (p.assembler->complete()) {
+            ++loaded;
+            ++stats.blobs;
+            // Caffe2 stops reading this db once every requested blob is in (later dbs are still
+            // opened, and still checked for duplicate keys).
+            if (!spec.load_all && loaded == outputs.size()) break;
+          }
+        }
+        db->close();
+      });
+    }
+    // Caffe2's validateBlobStates.
+    for (auto& [name, p] : pending) {
+      if (p.assembler->complete()) continue;
+      CorruptData e(fmt::format("Data size mismatch for blob {}. Expected: {} Read: {} ({} of {} chunks present)", name,
+                                p.total, p.read, p.chunks_read, p.chunks_total));
+      e.add_context(where_db("Load from", spec.db_type, paths[p.db_index]));
+      throw e;
+    }
+  } catch (...) {
+    reset_incomplete();
+    throw;
+  }
+
+  if (spec.load_all || loaded == outputs.size() || spec.allow_incomplete) return stats;
+  // Caffe2 logs "Failed to load blob: X" for each missing blob, then throws; moka puts both in the message.
+  std::string missing;
+  for (std::size_t i = 0; i < spec.blob_names.size(); ++i) {
+    const auto& source = spec.source_blob_names.empty() ? spec.blob_names[i] : spec.source_blob_names[i];
+    auto it = pending.find(source);
+    if (it == pending.end() || !it->second.assembler->complete())
+      missing += fmt::format(" Failed to load blob: {}", spec.blob_names[i]);
+  }
+  NotFound e(fmt::format("Expected to load {} blobs, got {} only.{}", outputs.size(), loaded, missing));
+  e.add_context(all_dbs);
+  throw e;
+}
+
+}  // namespace detail
+
+SaveLoadStats save_blobs(Workspace& ws, const SaveSpec& spec) {
+  const std::string path = resolve_db_path(ws, spec.db, spec.absolute_path);
+  std::vector<const Blob*> blobs;
+  blobs.reserve(spec.blob_names.size());
+  for (const auto& name : spec.blob_names) {
+    const Blob* b = ws.get_blob(name);
+    if (b == nullptr)
+      throw NotFound(fmt::format("{}: Encountered a non-existing input blob: {}", where_db("Save to", spec.db_type, path),
+                                 name));
+    blobs.push_back(b);
+  }
+  return detail::save_bound_blobs(spec, path, blobs);
+}
+
+SaveLoadStats load_blobs(Workspace& ws, const LoadSpec& spec) {
+  detail::check_load_spec(spec);
+  std::vector<std::string> paths;
+  for (const auto& db : spec.dbs) paths.push_back(resolve_db_path(ws, db, spec.absolute_path));
+  std::vector<Blob*> outputs;
+  if (!spec.load_all)
+    for (const auto& name : spec.blob_names) outputs.push_back(ws.create_blob(name));
+  return detail::load_bound_blobs(ws, spec, paths, outputs);
+}
+
+}  // namespace moka
