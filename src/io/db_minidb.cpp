@@ -1,13 +1,16 @@
 // minidb: moka's single-file DB. Records carry XXH3-64 checksums, a key-sorted index and a trailer at
 // the end of the file, and a commit publishes atomically (tmp file, fsync, rename, directory fsync). See docs/db-backends.md.
+// Readers map the file and hand out views into the mapping (pread into a buffer where mapping fails).
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -33,6 +36,7 @@ constexpr size_t kRecordHeaderSize = 32;
 constexpr size_t kTrailerSize = 64;
 constexpr size_t kIndexEntryFixed = 20;       // u64 offset, u64 value_len, u32 key_len
 constexpr size_t kWriteBufferSize = 4 << 20;  // sequential writes in 4 MiB pieces
+constexpr size_t kDirectWriteMin = 256 << 10;  // pieces this large skip the buffer (one copy fewer)
 constexpr size_t kCopyChunk = 8 << 20;
 
 // All integers are little-endian on disk whatever the host is.
@@ -116,6 +120,37 @@ void write_all(int fd, const char* buf, size_t n, const std::string& path) {
 
 uint64_t hash_header(const char* p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
 
+// A read-only shared mapping of a whole file; unmapped on destruction.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (data_) ::munmap(const_cast<char*>(data_), len_);
+  }
+  // Maps [0, len) of fd; false (and nothing mapped) when the kernel refuses.
+  bool map(int fd, size_t len) {
+    void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = static_cast<const char*>(p);
+    len_ = len;
+    return true;
+  }
+  const char* data() const { return data_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t len_ = 0;
+};
+
+// MOKA_MINIDB_NO_MMAP=1 makes readers use pread (for filesystems where mapping misbehaves, and tests).
+bool mmap_disabled() {
+  const char* v = std::getenv("MOKA_MINIDB_NO_MMAP");
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
 // One live record in the index.
 struct IndexEntry {
   std::string key;
@@ -128,6 +163,7 @@ struct IndexEntry {
 struct MiniFile {
   std::string path;
   Fd fd;
+  Mapping map;  // the whole file, when mapping worked; else records are pread
   uint64_t file_size = 0;
   uint64_t data_end = 0;  // = index offset
   uint64_t data_hash = 0;
@@ -141,11 +177,53 @@ struct RecordHeader {
   uint64_t payload_hash;
 };
 
-RecordHeader parse_record_header(const char* h, uint64_t offset, const std::string& where, const std::string& path) {
-  if (get_u32(h) != kRecordMagic) corrupt(path, fmt::format("{} at offset {}: bad record magic", where, offset));
+// `where()` names the record in messages; it is only called on failure (formatting is not free).
+template <class Where>
+RecordHeader parse_record_header(const char* h, uint64_t offset, const Where& where, const std::string& path) {
+  if (get_u32(h) != kRecordMagic) corrupt(path, fmt::format("{} at offset {}: bad record magic", where(), offset));
   if (get_u64(h + 24) != hash_header(h, 24, offset))
-    corrupt(path, fmt::format("{} at offset {}: record header checksum mismatch", where, offset));
+    corrupt(path, fmt::format("{} at offset {}: record header checksum mismatch", where(), offset));
   return RecordHeader{get_u32(h + 4), get_u64(h + 8), get_u64(h + 16)};
+}
+
+// n bytes at off of an opened file (the caller checked off + n <= file_size): a pointer into the
+// mapping, or `scratch` filled by pread.
+const char* bytes_at(const MiniFile& f, uint64_t off, size_t n, std::vector<char>& scratch) {
+  if (f.map) return f.map.data() + off;
+  if (scratch.size() < n) scratch.resize(n);
+  pread_all(f.fd.get(), scratch.data(), n, off, f.path);
+  return scratch.data();
+}
+
+// Faults [off, off + n) of the mapping in with one call, reading from disk as needed, and starts
+// read-ahead of the record that will probably be read next. A file that another process truncated
+// after we mapped it gives EFAULT here instead of SIGBUS on first touch (a truncation that races
+// with the consumer's use of a returned view is not caught; moka's writers never truncate a
+// published file, they replace it by rename).
+void populate(const MiniFile& f, uint64_t off, uint64_t n, uint64_t next_off, uint64_t next_n) {
+  if (n == 0) return;
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t mask = static_cast<uint64_t>(page) - 1;
+  char* base = const_cast<char*>(f.map.data());
+  if (next_n > 0) {
+    const uint64_t b = next_off & ~mask;
+    (void)::madvise(base + b, next_off + next_n - b, MADV_WILLNEED);  // advice only: errors do not matter
+  }
+#ifdef MADV_POPULATE_READ
+  const uint64_t b = off & ~mask;
+  if (::madvise(base + b, off + n - b, MADV_POPULATE_READ) != 0) {
+    const int err = errno;
+    if (err == EFAULT)
+      corrupt(f.path, fmt::format("the file shrank while being read (bytes {}..{} are gone)", off, off + n));
+    if (err == EINTR) return;  // the reader faults the pages in itself
+    // EINVAL: a kernel before 5.14; ENOMEM/EIO are reported as they are.
+    if (err != EINVAL)
+      throw RuntimeError(fmt::format("minidb file '{}': reading bytes {}..{} failed: {}", f.path, off, off + n,
+                                     errno_text(err)));
+  }
+#else
+  (void)off;
+#endif
 }
 
 std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
@@ -167,8 +245,12 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
     corrupt(path, fmt::format("{} bytes, shorter than an empty minidb ({} bytes)", f->file_size,
                               kHeaderSize + kTrailerSize));
 
-  char header[kHeaderSize];
-  pread_all(f->fd.get(), header, kHeaderSize, 0, path);
+  // Map the whole file; the checks below then read the mapping. Every record is bounds-checked
+  // against the size we mapped, so no view ever reaches past the mapping.
+  if (!mmap_disabled()) (void)f->map.map(f->fd.get(), static_cast<size_t>(f->file_size));
+  std::vector<char> scratch;
+  if (f->map) populate(*f, 0, kHeaderSize, 0, 0);
+  const char* header = bytes_at(*f, 0, kHeaderSize, scratch);
   if (std::memcmp(header, kFileMagic, 8) != 0)
     throw CorruptData(fmt::format("minidb file '{}' is not a minidb file (bad magic)", path));
   if (get_u64(header + 24) != hash_header(header, 24, 0)) corrupt(path, "file header checksum mismatch");
@@ -176,8 +258,9 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
     throw CorruptData(fmt::format("minidb file '{}' has format version {}, this moka reads version {}", path,
                                    get_u32(header + 8), kVersion));
 
+  if (f->map) populate(*f, f->file_size - kTrailerSize, kTrailerSize, 0, 0);
   char trailer[kTrailerSize];
-  pread_all(f->fd.get(), trailer, kTrailerSize, f->file_size - kTrailerSize, path);
+  std::memcpy(trailer, bytes_at(*f, f->file_size - kTrailerSize, kTrailerSize, scratch), kTrailerSize);
   if (std::memcmp(trailer + 56, kTrailerMagic, 8) != 0) corrupt(path, "no trailer at the end of the file");
   if (get_u64(trailer + 48) != hash_header(trailer, 48, 0)) corrupt(path, "trailer checksum mismatch");
   const uint64_t index_offset = get_u64(trailer);
@@ -192,21 +275,21 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
     corrupt(path, "index bounds in the trailer do not match the file");
   f->data_end = index_offset;
 
-  std::unique_ptr<char[]> index(new char[index_size]);
-  pread_all(f->fd.get(), index.get(), index_size, index_offset, path);
-  if (XXH3_64bits(index.get(), index_size) != index_hash) corrupt(path, "index checksum mismatch");
+  if (f->map) populate(*f, index_offset, index_size, 0, 0);
+  const char* index = bytes_at(*f, index_offset, static_cast<size_t>(index_size), scratch);
+  if (XXH3_64bits(index, index_size) != index_hash) corrupt(path, "index checksum mismatch");
   if (record_count > index_size / kIndexEntryFixed) corrupt(path, "record count larger than the index");
   f->index.reserve(record_count);
   uint64_t pos = 0;
   for (uint64_t i = 0; i < record_count; ++i) {
     if (index_size - pos < kIndexEntryFixed) corrupt(path, fmt::format("index entry {} is cut short", i));
     IndexEntry e;
-    e.offset = get_u64(index.get() + pos);
-    e.value_len = get_u64(index.get() + pos + 8);
-    const uint32_t key_len = get_u32(index.get() + pos + 16);
+    e.offset = get_u64(index + pos);
+    e.value_len = get_u64(index + pos + 8);
+    const uint32_t key_len = get_u32(index + pos + 16);
     pos += kIndexEntryFixed;
     if (index_size - pos < key_len) corrupt(path, fmt::format("index entry {} is cut short", i));
-    e.key.assign(index.get() + pos, key_len);
+    e.key.assign(index + pos, key_len);
     pos += key_len;
     // The record must lie inside the data region (written so that no sum can overflow).
     if (e.offset < kHeaderSize || e.offset > index_offset || index_offset - e.offset < kRecordHeaderSize ||
@@ -226,35 +309,37 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
 uint64_t scan_records(const MiniFile& f, std::vector<uint64_t>* offsets) {
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
-  char header[kHeaderSize];
-  pread_all(f.fd.get(), header, kHeaderSize, 0, f.path);
-  XXH3_64bits_update(&st, header, kHeaderSize);
-  std::unique_ptr<char[]> buf(new char[kCopyChunk]);
+  std::vector<char> scratch;
+  if (f.map) populate(f, 0, kHeaderSize, 0, 0);
+  XXH3_64bits_update(&st, bytes_at(f, 0, kHeaderSize, scratch), kHeaderSize);
   uint64_t off = kHeaderSize;
   uint64_t n = 0;
   while (off < f.data_end) {
-    const std::string where = fmt::format("record #{} in file order", n);
-    if (f.data_end - off < kRecordHeaderSize) corrupt(f.path, fmt::format("{} at offset {} is cut short", where, off));
+    const auto where = [n] { return fmt::format("record #{} in file order", n); };
+    if (f.data_end - off < kRecordHeaderSize) corrupt(f.path, fmt::format("{} at offset {} is cut short", where(), off));
     char rh[kRecordHeaderSize];
-    pread_all(f.fd.get(), rh, kRecordHeaderSize, off, f.path);
+    if (f.map) populate(f, off, kRecordHeaderSize, 0, 0);
+    std::memcpy(rh, bytes_at(f, off, kRecordHeaderSize, scratch), kRecordHeaderSize);
     const RecordHeader h = parse_record_header(rh, off, where, f.path);
     XXH3_64bits_update(&st, rh, kRecordHeaderSize);
     const uint64_t payload = uint64_t{h.key_len} + h.value_len;
     if (f.data_end - off - kRecordHeaderSize < payload)
-      corrupt(f.path, fmt::format("{} at offset {} runs past the data region", where, off));
+      corrupt(f.path, fmt::format("{} at offset {} runs past the data region", where(), off));
     XXH3_state_t ps;
+    XXH3_INITSTATE(&ps);
     XXH3_64bits_reset_withSeed(&ps, off);
     uint64_t p = off + kRecordHeaderSize;
     uint64_t left = payload;
     while (left > 0) {
+      // Pieces bound the pread buffer (and the range populated at once) for values of any size.
       const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, kCopyChunk));
-      pread_all(f.fd.get(), buf.get(), chunk, p, f.path);
-      XXH3_64bits_update(&ps, buf.get(), chunk);
+      if (f.map) populate(f, p, chunk, 0, 0);
+      XXH3_64bits_update(&ps, bytes_at(f, p, chunk, scratch), chunk);
       p += chunk;
       left -= chunk;
     }
     if (XXH3_64bits_digest(&ps) != h.payload_hash)
-      corrupt(f.path, fmt::format("{} at offset {}: payload checksum mismatch", where, off));
+      corrupt(f.path, fmt::format("{} at offset {}: payload checksum mismatch", where(), off));
     if (offsets) offsets->push_back(off);
     off = p;
     ++n;
@@ -282,40 +367,53 @@ class MiniCursor final : public Cursor {
   }
   std::string_view value() override {
     if (!valid()) throw RuntimeError("minidb cursor: value() on an invalid cursor");
-    if (!loaded_) load();
-    return {buf_.get() + kRecordHeaderSize + f_->index[pos_].key.size(), f_->index[pos_].value_len};
+    if (!record_) load();
+    return {record_ + kRecordHeaderSize + f_->index[pos_].key.size(), f_->index[pos_].value_len};
   }
   bool valid() override { return f_ && pos_ < f_->index.size(); }
 
  private:
   void move_to(size_t pos) {
     pos_ = pos;
-    loaded_ = false;
+    record_ = nullptr;
   }
-  // One pread for header, key and value, then every check: a record is never returned unverified.
+  // The whole record (header, key, value) in memory, then every check: a record is never returned
+  // unverified. Mapped file: the record is checked where it lies in the mapping and the view points
+  // there (no copy); otherwise one pread into a per-cursor buffer.
   void load() {
     const IndexEntry& e = f_->index[pos_];
-    const std::string where = fmt::format("record {} (key '{}')", pos_, printable_key(e.key));
-    const uint64_t total = kRecordHeaderSize + e.key.size() + e.value_len;
-    if (total > cap_) {
-      buf_.reset(new char[total]);
-      cap_ = total;
+    const auto where = [&] { return fmt::format("record {} (key '{}')", pos_, printable_key(e.key)); };
+    const uint64_t total = kRecordHeaderSize + e.key.size() + e.value_len;  // inside the file: checked at open
+    const char* rec = nullptr;
+    if (f_->map) {
+      // Read-ahead of the next record in key order overlaps its disk reads with our checks.
+      const bool has_next = pos_ + 1 < f_->index.size();
+      const IndexEntry* next = has_next ? &f_->index[pos_ + 1] : nullptr;
+      populate(*f_, e.offset, total, next ? next->offset : 0,
+               next ? kRecordHeaderSize + next->key.size() + next->value_len : 0);
+      rec = f_->map.data() + e.offset;
+    } else {
+      if (total > cap_) {
+        buf_.reset(new char[total]);
+        cap_ = total;
+      }
+      pread_all(f_->fd.get(), buf_.get(), total, e.offset, f_->path);
+      rec = buf_.get();
     }
-    pread_all(f_->fd.get(), buf_.get(), total, e.offset, f_->path);
-    const RecordHeader h = parse_record_header(buf_.get(), e.offset, where, f_->path);
+    const RecordHeader h = parse_record_header(rec, e.offset, where, f_->path);
     if (h.key_len != e.key.size() || h.value_len != e.value_len)
-      corrupt(f_->path, fmt::format("{} at offset {}: lengths differ from the index", where, e.offset));
-    const char* payload = buf_.get() + kRecordHeaderSize;
+      corrupt(f_->path, fmt::format("{} at offset {}: lengths differ from the index", where(), e.offset));
+    const char* payload = rec + kRecordHeaderSize;
     if (XXH3_64bits_withSeed(payload, e.key.size() + e.value_len, e.offset) != h.payload_hash)
-      corrupt(f_->path, fmt::format("{} at offset {}: payload checksum mismatch", where, e.offset));
+      corrupt(f_->path, fmt::format("{} at offset {}: payload checksum mismatch", where(), e.offset));
     if (std::memcmp(payload, e.key.data(), e.key.size()) != 0)
-      corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where, e.offset));
-    loaded_ = true;
+      corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where(), e.offset));
+    record_ = rec;
   }
 
   std::shared_ptr<const MiniFile> f_;
   size_t pos_ = 0;
-  bool loaded_ = false;
+  const char* record_ = nullptr;  // the verified current record (mapping or buf_); null until loaded
   std::unique_ptr<char[]> buf_;
   uint64_t cap_ = 0;
 };
@@ -374,6 +472,7 @@ class MiniWriter {
     put_u32(h + 4, static_cast<uint32_t>(key.size()));
     put_u64(h + 8, value.size());
     XXH3_state_t ps;
+    XXH3_INITSTATE(&ps);  // reset_withSeed trusts the state's old seed: stale stack bytes could skip the secret
     XXH3_64bits_reset_withSeed(&ps, offset);
     XXH3_64bits_update(&ps, key.data(), key.size());
     XXH3_64bits_update(&ps, value.data(), value.size());
@@ -498,15 +597,17 @@ class MiniWriter {
     published_fd_.reset();
   }
 
-  // Buffered sequential append; values at least as large as the buffer go straight to write().
+  // Buffered sequential append. Pieces of kDirectWriteMin or more go straight to write() (after
+  // what is buffered): copying them into the buffer first would be a second pass over the bytes,
+  // and one write() per 256 KiB costs little.
   void append(const char* p, size_t n) {
     pos_ += n;
-    if (buf_.size() + n <= kWriteBufferSize) {
+    if (n < kDirectWriteMin && buf_.size() + n <= kWriteBufferSize) {
       buf_.append(p, n);
       return;
     }
     flush();
-    if (n >= kWriteBufferSize) {
+    if (n >= kDirectWriteMin) {
       write_all(fd_.get(), p, n, tmp_path_);
     } else {
       buf_.append(p, n);

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""torch.save/torch.load throughput on the tensors of bench/save_load_bench.cpp (issue 5 §5), for comparison.
+
+1 GiB of float32 as 10 and as 10,000 tensors (a dict name -> tensor), saved with torch.save and loaded with
+torch.load, beside plain write+fsync+rename / read() of the same bytes in the same run. torch.save does not
+fsync, so the save is timed both bare and followed by fsync + rename + directory fsync (what moka's save
+does); the ratio uses the latter. Rates are MiB/s of tensor payload, median (min-max) over --reps.
+
+Usage (Debian's Python, not a pyenv one; the script re-executes itself with /usr/bin/python3):
+  scripts/torch_save_bench.py [--bytes N] [--blobs 10,10000] [--reps 3] [--cold] [--dir DIR] [--no-install]
+  Environment: MOKA_BENCH_SAVE_BYTES, MOKA_BENCH_REPS, MOKA_BENCH_COLD=1, MOKA_BENCH_DIR (as save_load_bench).
+Installs Debian's python3-torch with apt-get when torch is missing (needs root), unless --no-install.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def ensure_debian_python():
+    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+
+
+def import_torch(install):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        if not install:
+            sys.exit("torch is not installed; run without --no-install (apt-get install -y python3-torch) or install it")
+        print("installing Debian's python3-torch with apt-get ...", flush=True)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        rc = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "python3-torch"], env=env).returncode
+        if rc != 0:
+            sys.exit(f"apt-get install python3-torch failed (exit {rc}); cannot run the torch benchmark here")
+    import torch
+    return torch
+
+
+def drop_page_cache():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def fsync_dir(d):
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_tensors(torch, total_bytes, count):
+    elems = total_bytes // 4
+    per = elems // count
+    gen = torch.Generator().manual_seed(12345)
+    out = {}
+    for i in range(count):
+        n = elems - per * (count - 1) if i == count - 1 else per
+        out[f"t{i:05d}"] = torch.rand(n, generator=gen, dtype=torch.float32)
+    return out
+
+
+def plain_save(tensors, d):
+    path, tmp = os.path.join(d, "plain.bin"), os.path.join(d, "plain.bin.tmp")
+    t0 = time.perf_counter()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for t in tensors.values():
+        mv = memoryview(t.numpy()).cast("B")
+        while mv:
+            mv = mv[os.write(fd, mv):]
+    os.fsync(fd)
+    os.close(fd)
+    os.rename(tmp, path)
+    fsync_dir(d)
+    return time.perf_counter() - t0
+
+
+def plain_load(tensors, d):
+    path = os.path.join(d, "plain.bin")
+    t0 = time.perf_counter()
+    bufs = []
+    with open(path, "rb", buffering=0) as f:
+        for t in tensors.values():
+            b = bytearray(t.numel() * 4)  # fresh memory, as a load needs
+            mv = memoryview(b)
+            while mv:
+                mv = mv[f.readinto(mv):]
+            bufs.append(b)
+    return time.perf_counter() - t0
+
+
+def torch_save(torch, tensors, d):
+    path, tmp = os.path.join(d, "t.pt"), os.path.join(d, "t.pt.tmp")
+    t0 = time.perf_counter()
+    with open(tmp, "wb") as f:
+        torch.save(tensors, f)
+        f.flush()
+        bare = time.perf_counter() - t0
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+    fsync_dir(d)
+    return bare, time.perf_counter() - t0
+
+
+def torch_load(torch, tensors, d, verify):
+    path = os.path.join(d, "t.pt")
+    t0 = time.perf_counter()
+    loaded = torch.load(path)
+    s = time.perf_counter() - t0
+    if verify:
+        assert len(loaded) == len(tensors) and all(torch.equal(loaded[k], v) for k, v in tensors.items()), "torch.load differs"
+    return s
+
+
+def fmt(xs, ratio=False):
+    f = "{:.2f}" if ratio else "{:.0f}"
+    return (f + " (" + f + "–" + f + ")").format(statistics.median(xs), min(xs), max(xs))
+
+
+def main():
+    ensure_debian_python()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bytes", type=int, default=int(os.environ.get("MOKA_BENCH_SAVE_BYTES", 1 << 30)))
+    p.add_argument("--blobs", default="10,10000")
+    p.add_argument("--reps", type=int, default=int(os.environ.get("MOKA_BENCH_REPS", 3)))
+    p.add_argument("--cold", action="store_true", default=os.environ.get("MOKA_BENCH_COLD") == "1")
+    p.add_argument("--dir", default=os.environ.get("MOKA_BENCH_DIR", "/tmp/moka_torch_save_bench"))
+    p.add_argument("--no-install", action="store_true")
+    a = p.parse_args()
+    torch = import_torch(not a.no_install)
+    torch.set_num_threads(1)
+    os.makedirs(a.dir, exist_ok=True)
+    mib = a.bytes / (1 << 20)
+    print(f"torch_save_bench: torch {torch.__version__}, Python {sys.version.split()[0]} ({sys.executable}), "
+          f"{mib:.0f} MiB float32, {a.reps} repetitions, {'cold' if a.cold else 'warm'} page cache, dir {a.dir}")
+    print("rates in MiB/s of tensor payload, median (min–max); ratio = torch / plain of the same repetition\n")
+    print("| tensors | torch.save (no fsync) | torch.save + fsync + rename | plain write+fsync+rename | save ratio "
+          "| torch.load | plain read() | load ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for count in [int(x) for x in a.blobs.split(",")]:
+        tensors = make_tensors(torch, a.bytes, count)
+        r = {k: [] for k in ("bare", "save", "psave", "sratio", "load", "pload", "lratio")}
+        for rep in range(a.reps):
+            ps = plain_save(tensors, a.dir)
+            if a.cold:
+                drop_page_cache()
+            pl = plain_load(tensors, a.dir)
+            os.remove(os.path.join(a.dir, "plain.bin"))
+            bare, ts = torch_save(torch, tensors, a.dir)
+            if a.cold:
+                drop_page_cache()
+            tl = torch_load(torch, tensors, a.dir, rep == 0)
+            os.remove(os.path.join(a.dir, "t.pt"))
+            r["bare"].append(mib / bare)
+            r["save"].append(mib / ts)
+            r["psave"].append(mib / ps)
+            r["sratio"].append(ps / ts)
+            r["load"].append(mib / tl)
+            r["pload"].append(mib / pl)
+            r["lratio"].append(pl / tl)
+        print(f"| {count} | {fmt(r['bare'])} | {fmt(r['save'])} | {fmt(r['psave'])} | {fmt(r['sratio'], True)} "
+              f"| {fmt(r['load'])} | {fmt(r['pload'])} | {fmt(r['lratio'], True)} |", flush=True)
+        del tensors
+    shutil.rmtree(a.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
