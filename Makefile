@@ -9,6 +9,7 @@ BUILD_ROOT ?= build
 DEMO_PLAN ?= examples/plans/demo.json
 DEMO_FETCH ?= total,count
 FUZZ_CORPUS ?= tests/fuzz/corpus/plan_json
+CRASH_TRIALS ?= 60
 CMAKE_ARGS ?=
 
 RELEASE_DIR := $(BUILD_ROOT)/release
@@ -21,7 +22,7 @@ build_preset = cmake --build $(BUILD_ROOT)/$(1) -j $(JOBS) $(if $(2),--target $(
 # test(preset): run its test preset (sanitizer environments come from CMakePresets.json).
 test_preset = ctest --preset $(1) --test-dir $(BUILD_ROOT)/$(1) -j $(JOBS)
 
-.PHONY: all help bootstrap demo build test asan tsan bench fuzz clean
+.PHONY: all help bootstrap demo build test asan tsan bench fuzz crash-test clean
 
 all: build
 
@@ -32,7 +33,8 @@ help:
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
 	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/"
-	@echo "make fuzz    libFuzzer build, then the plan JSON fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
+	@echo "make fuzz    libFuzzer build, then the plan JSON and checkpoint record fuzzers, FUZZ_SECONDS=$(FUZZ_SECONDS) each"
+	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run"
 	@echo "make clean   remove the preset build trees"
 
 bootstrap:
@@ -74,6 +76,13 @@ fuzz: bootstrap
 	mkdir -p $(FUZZ_DIR)/corpus/plan_json $(FUZZ_DIR)/artifacts
 	$(FUZZ_DIR)/tests/fuzz/moka_fuzz_plan_json -max_total_time=$(FUZZ_SECONDS) \
 	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/plan_json $(FUZZ_CORPUS)
+	mkdir -p $(FUZZ_DIR)/corpus/blob_reader
+	$(FUZZ_DIR)/tests/fuzz/moka_fuzz_blob_reader -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/blob_reader
+
+# The crash-safety test with the full trial count (make test runs a few trials).
+crash-test: build
+	MOKA_CRASH_TRIALS=$(CRASH_TRIALS) $(RELEASE_DIR)/tests/moka_stress_durability_tests
 
 clean:
 	rm -rf $(addprefix $(BUILD_ROOT)/,dev release ci asan tsan fuzz)

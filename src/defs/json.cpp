@@ -542,18 +542,18 @@ PlanDef read_plan(const Json& v, const std::string& path = {}) {
   return plan;
 }
 
-TaskGroupDef read_task_group(const Json& v) {
-  const std::string path;
+TaskGroupDef read_task_group(const Json& v, const std::string& path = {}) {
   const Json& o = expect_object(v, path);
   check_fields(o, path, {"name", "nodes"});
   TaskGroupDef group;
-  if (const Json* f = field(o, "name")) group.name = read_string(*f, "name");
+  if (const Json* f = field(o, "name")) group.name = read_string(*f, join(path, "name"));
   const Json* nodes = field(o, "nodes");
-  if (!nodes) fail("nodes", "missing field \"nodes\"");
-  const Json& arr = expect_array(*nodes, "nodes");
+  const std::string nodes_path = join(path, "nodes");
+  if (!nodes) fail(nodes_path, "missing field \"nodes\"");
+  const Json& arr = expect_array(*nodes, nodes_path);
   std::set<std::string> seen;
   for (size_t k = 0; k < arr.size(); ++k) {
-    const std::string p = at("nodes", k);
+    const std::string p = at(nodes_path, k);
     const Json& n = expect_object(arr[k], p);
     check_fields(n, p, {"node", "plan", "outputs"});
     NodePlanDef node;
@@ -570,6 +570,43 @@ TaskGroupDef read_task_group(const Json& v) {
     group.nodes.push_back(std::move(node));
   }
   return group;
+}
+
+JobDef read_job(const Json& v) {
+  const std::string path;
+  const Json& o = expect_object(v, path);
+  check_fields(o, path, {"name", "init_group", "epoch_group", "download_group", "exit_group", "stop_conditions",
+                         "nodes_to_checkpoint"});
+  JobDef job;
+  if (const Json* f = field(o, "name")) job.name = read_string(*f, "name");
+  const Json* epoch = field(o, "epoch_group");
+  if (!epoch) fail("epoch_group", "missing field \"epoch_group\" (a job needs an epoch group)");
+  job.epoch_group = read_task_group(*epoch, "epoch_group");
+  if (const Json* f = field(o, "init_group")) job.init_group = read_task_group(*f, "init_group");
+  if (const Json* f = field(o, "download_group")) job.download_group = read_task_group(*f, "download_group");
+  if (const Json* f = field(o, "exit_group")) job.exit_group = read_task_group(*f, "exit_group");
+  if (const Json* f = field(o, "stop_conditions")) {
+    const Json& arr = expect_array(*f, "stop_conditions");
+    for (size_t k = 0; k < arr.size(); ++k) {
+      const std::string p = at("stop_conditions", k);
+      const Json& c = expect_object(arr[k], p);
+      check_fields(c, p, {"node", "blob"});
+      StopConditionDef cond;
+      const Json* node = field(c, "node");
+      const Json* blob = field(c, "blob");
+      if (!node) fail(p, "missing field \"node\"");
+      if (!blob) fail(p, "missing field \"blob\"");
+      cond.node = read_nonempty_string(*node, join(p, "node"));
+      cond.blob = read_nonempty_string(*blob, join(p, "blob"));
+      job.stop_conditions.push_back(std::move(cond));
+    }
+  }
+  if (const Json* f = field(o, "nodes_to_checkpoint")) {
+    job.nodes_to_checkpoint = read_strings(*f, "nodes_to_checkpoint", /*nonempty=*/true);
+    std::set<std::string> unique(job.nodes_to_checkpoint.begin(), job.nodes_to_checkpoint.end());
+    if (unique.size() != job.nodes_to_checkpoint.size()) fail("nodes_to_checkpoint", "a node is listed twice");
+  }
+  return job;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -712,6 +749,20 @@ Json task_group_json(const TaskGroupDef& g) {
   return o;
 }
 
+Json job_json(const JobDef& job) {
+  Json o = Json::object();
+  if (!job.name.empty()) o["name"] = job.name;
+  o["init_group"] = task_group_json(job.init_group);
+  o["epoch_group"] = task_group_json(job.epoch_group);
+  o["download_group"] = task_group_json(job.download_group);
+  o["exit_group"] = task_group_json(job.exit_group);
+  Json conds = Json::array();
+  for (const auto& c : job.stop_conditions) conds.push_back(Json{{"node", c.node}, {"blob", c.blob}});
+  o["stop_conditions"] = std::move(conds);
+  put_strings(o, "nodes_to_checkpoint", job.nodes_to_checkpoint);
+  return o;
+}
+
 bool is_flat(const Json& j) {
   if (j.is_array() || j.is_object())
     for (const auto& e : j)
@@ -848,6 +899,17 @@ auto parse_file(const std::string& path, F&& parse) {
 PlanDef load_plan_file(const std::string& path) { return parse_file(path, plan_from_json); }
 
 RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, runnable_from_json); }
+
+JobDef job_from_json(std::string_view text) { return read_job(parse_text(text)); }
+
+JobDef load_job_file(const std::string& path) { return parse_file(path, job_from_json); }
+
+std::string to_json(const JobDef& job, int indent) {
+  for (const TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {
+    (void)to_json(*g, -1);  // refuses callables with the plan's own message
+  }
+  return dump(job_json(job), indent);
+}
 
 std::string to_json(const TaskGroupDef& group, int indent) {
   for (const auto& n : group.nodes) {

@@ -98,6 +98,7 @@ std::string to_json(const CheckpointManifest& manifest) {
          {"version", kManifestVersion},
          {"epoch", manifest.epoch},
          {"db_type", manifest.db_type},
+         {"stop", manifest.stop},
          {"files", std::move(files)}};
   return j.dump(2) + "\n";
 }
@@ -125,6 +126,10 @@ CheckpointManifest manifest_from_json(std::string_view text, std::string_view wh
     m.epoch = j["epoch"].get<int64_t>();
     if (!j.contains("db_type") || !j["db_type"].is_string()) throw bad("no string \"db_type\"");
     m.db_type = j["db_type"].get<std::string>();
+    if (j.contains("stop")) {
+      if (!j["stop"].is_boolean()) throw bad("\"stop\" is not a boolean");
+      m.stop = j["stop"].get<bool>();
+    }
     if (!j.contains("files") || !j["files"].is_array()) throw bad("no array \"files\"");
     for (const auto& f : j["files"]) {
       if (!f.is_object()) throw bad("an entry of \"files\" is not an object");
@@ -203,10 +208,11 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
 }
 
 CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
-                                     const std::vector<std::pair<std::string, std::string>>& node_dbs) {
+                                     const std::vector<std::pair<std::string, std::string>>& node_dbs,
+                                     bool stop) {
   if (epoch < 0) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: epochs are >= 0", epoch));
   if (node_dbs.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", epoch));
-  CheckpointManifest m{.epoch = epoch, .db_type = db_type, .files = {}};
+  CheckpointManifest m{.epoch = epoch, .db_type = db_type, .files = {}, .stop = stop};
   std::set<std::string> nodes;
   for (const auto& [node, db] : node_dbs) {
     if (!nodes.insert(node).second) {

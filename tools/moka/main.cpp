@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
+#include <thread>
 #include <variant>
 #include <atomic>
 #include <csignal>
@@ -16,6 +18,8 @@
 
 #include "moka/exec/control_ops.h"
 #include "moka/moka.h"
+#include "moka/defs/json.h"
+#include "moka/job/run_job.h"
 
 namespace {
 
@@ -146,6 +150,135 @@ int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists
   return 0;
 }
 
+// Options of `moka job run` as parsed from the command line.
+struct JobRunArgs {
+  std::string path;
+  std::string checkpoint_dir;
+  std::string db_type = "minidb";
+  std::string resume;  // "", "latest" or an epoch number
+  int64_t keep_last = 0;
+  int64_t keep_every = 0;
+  bool background_save = false;
+  bool tolerate_save_failures = false;
+  std::vector<std::string> fetch;
+  double exception_timeout_s = 60;
+};
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+int cmd_job_run(const JobRunArgs& args) {
+  const std::vector<std::string> fetch = split_names(args.fetch);
+  const moka::JobDef job = moka::load_job_file(args.path);
+  moka::JobRunOptions options;
+  options.checkpoint_dir = args.checkpoint_dir;
+  options.db_type = args.db_type;
+  if (args.resume == "latest") {
+    options.resume_latest = true;
+  } else if (!args.resume.empty()) {
+    int64_t epoch = -1;
+    auto [end, ec] = std::from_chars(args.resume.data(), args.resume.data() + args.resume.size(), epoch);
+    if (ec != std::errc() || end != args.resume.data() + args.resume.size() || epoch < 0)
+      throw moka::InvalidInput(fmt::format("--resume: expected \"latest\" or an epoch number >= 0, got \"{}\"", args.resume));
+    options.resume_from_epoch = epoch;
+  }
+  options.retention = {.keep_last = args.keep_last, .keep_every = args.keep_every};
+  options.background_save = args.background_save;
+  options.tolerate_save_failures = args.tolerate_save_failures;
+  options.run.cancel = std::make_shared<moka::CancelToken>();
+  options.run.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.exception_timeout_s * 1000));
+  options.on_epoch = [](const moka::EpochReport& r) {
+    std::string line = r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
+    if (r.checkpointed) {
+      line += fmt::format(", checkpoint {} in {:.3f} s{}", mib(r.checkpoint_bytes), r.checkpoint_seconds,
+                          r.background ? " (snapshot; written in the background)" : "");
+    }
+    if (r.stop) line += ", stop";
+    std::cout << line << std::endl;
+  };
+  // A signal only sets a flag (async-signal-safe); a watcher thread turns it into a cancellation.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (g_interrupted.load()) {
+        options.run.cancel->cancel();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  struct Join {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Join() {
+      done.store(true);
+      t.join();
+    }
+  } join{done, watcher};
+
+  moka::NodeWorkspaces nodes;
+  moka::JobRunResult result;
+  try {
+    if (options.resume_latest || options.resume_from_epoch) {
+      // Report the choice before running: which epoch, and which newer ones were skipped and why.
+      if (options.resume_latest) {
+        const moka::ResumeChoice choice = moka::find_resume_epoch(options.checkpoint_dir);
+        for (const auto& [epoch, why] : choice.skipped)
+          std::cout << "skipping checkpoint epoch " << epoch << ": " << one_line(why) << std::endl;
+        if (choice.epoch) {
+          options.resume_latest = false;
+          options.resume_from_epoch = *choice.epoch;
+          std::cout << "resuming from epoch " << *choice.epoch << std::endl;
+        } else {
+          options.resume_latest = false;
+          std::cout << "no committed checkpoint in " << options.checkpoint_dir << ": starting from scratch" << std::endl;
+        }
+      } else {
+        try {
+          moka::verify_checkpoint(options.checkpoint_dir, *options.resume_from_epoch);
+        } catch (const moka::NotFound& e) {
+          throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
+        }
+        std::cout << "resuming from epoch " << *options.resume_from_epoch << std::endl;
+      }
+    }
+    result = moka::run_job(job, nodes, options);
+  } catch (const moka::Cancelled&) {
+    std::cerr << "moka: interrupted\n";
+    return 130;
+  }
+  for (const auto& e : result.save_errors) std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
+  Json out = Json::object();
+  for (const moka::TaskGroupDef* g : {&job.download_group, &job.exit_group}) {
+    for (const auto& n : g->nodes) {
+      for (const auto& name : n.outputs) {
+        const moka::Workspace* ws = nodes.find(n.node);
+        const moka::Blob* b = ws ? ws->get_blob(name) : nullptr;
+        if (b) out[out.contains(name) ? n.node + ":" + name : name] = blob_json(*b);
+      }
+    }
+  }
+  // --fetch looks at every node of the job once (a node usually appears in several groups).
+  moka::TaskGroupDef everything{.name = job.name, .nodes = {}};
+  for (const moka::TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {
+    for (const auto& n : g->nodes) {
+      auto it = std::find_if(everything.nodes.begin(), everything.nodes.end(),
+                             [&](const moka::NodePlanDef& e) { return e.node == n.node; });
+      if (it == everything.nodes.end()) {
+        moka::NodePlanDef entry;
+        entry.node = n.node;
+        it = everything.nodes.insert(everything.nodes.end(), std::move(entry));
+      }
+      it->outputs.insert(it->outputs.end(), n.outputs.begin(), n.outputs.end());
+    }
+  }
+  for (const auto& name : fetch) out[name] = blob_json(*find_in_nodes(everything, nodes, name));
+  std::cout << fmt::format("finished after epoch {}", result.last_epoch) << std::endl;
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
 int cmd_check(const std::string& path) {
   const moka::RunnableDef doc = moka::load_runnable_file(path);
   if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
@@ -199,6 +332,8 @@ int main(int argc, char** argv) {
       "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
       "  moka check PLAN.json\n"
       "  moka ops [TYPE]\n"
+      "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
+      "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
       "130 interrupted. Errors are one line on stderr. See docs/cli.md.");
 
@@ -232,6 +367,38 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 failure while running (a --fetch name missing after the run included), "
       "2 invalid input, 130 interrupted (SIGINT/SIGTERM).");
 
+  auto* job = app.add_subcommand("job", "Jobs: epochs with checkpoints (see docs/jobs.md)");
+  job->require_subcommand(1);
+  auto* job_run = job->add_subcommand(
+      "run", "Run a job (JSON, see docs/job-format.md), checkpointing every epoch; print one line per epoch "
+             "and the job's outputs as one JSON object");
+  JobRunArgs job_args;
+  job_run->add_option("job", job_args.path, "Job JSON file")->required();
+  job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
+      ->required();
+  job_run->add_option("--db-type", job_args.db_type, "Checkpoint DB backend: minidb (default), leveldb or lmdb")
+      ->check(CLI::IsMember({"minidb", "leveldb", "lmdb"}, CLI::ignore_case));
+  job_run->add_option("--resume", job_args.resume,
+                      "\"latest\": the newest committed epoch that verifies (from scratch when there is none); "
+                      "N: exactly epoch N");
+  job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  job_run->add_option("--keep-every", job_args.keep_every, "With --keep-last, also keep every epoch divisible by K")
+      ->check(CLI::NonNegativeNumber);
+  job_run->add_flag("--background-save", job_args.background_save,
+                    "Snapshot blobs at the epoch boundary and write them while the next epoch runs");
+  job_run->add_flag("--tolerate-save-failures", job_args.tolerate_save_failures,
+                    "Log a failed checkpoint save and go on (Caffe2's behaviour) instead of failing the job");
+  job_run->add_option("--fetch", job_args.fetch, "More blob names to print at the end, comma-separated");
+  job_run->add_option("--exception-timeout", job_args.exception_timeout_s,
+                      "Seconds to wait for concurrent workers to stop after an error (default 60)")
+      ->check(seconds);
+  job_run->footer(
+      "Output: one line per epoch (epoch, seconds, checkpoint size and seconds), then \"finished after epoch N\" "
+      "and one JSON object with the outputs of download_group and exit_group and the --fetch blobs.\n"
+      "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad job, flags, or a checkpoint "
+      "that does not verify), 130 interrupted (SIGINT/SIGTERM; the epoch in flight is not checkpointed).");
+
   auto* check = app.add_subcommand("check", "Validate a plan without running it (exit 0 if valid, 2 if not)");
   std::string check_path;
   check->add_option("plan", check_path, "Plan JSON file")->required();
@@ -242,8 +409,13 @@ int main(int argc, char** argv) {
 
   // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
   const std::string_view first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops") {
-    std::cerr << "moka: unknown subcommand \"" << one_line(argv[1]) << "\" (expected run, check or ops; see moka --help)\n";
+  if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops" && first != "job") {
+    std::cerr << "moka: unknown subcommand \"" << one_line(argv[1]) << "\" (expected run, check, ops or job; see moka --help)\n";
+    return 2;
+  }
+
+  if (first == "job" && argc > 2 && argv[2][0] != '-' && std::string_view(argv[2]) != "run") {
+    std::cerr << "moka: unknown job subcommand \"" << one_line(argv[2]) << "\" (expected run; see moka job --help)\n";
     return 2;
   }
 
@@ -264,6 +436,7 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace);
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
+    if (*job_run) return cmd_job_run(job_args);
   } catch (const moka::InvalidInput& e) {
     std::cerr << "moka: invalid input: " << one_line(e.what()) << "\n";
     return 2;

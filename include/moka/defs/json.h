@@ -6,6 +6,7 @@
 #include <string_view>
 #include <variant>
 
+#include "moka/defs/job_def.h"
 #include "moka/defs/plan_def.h"
 #include "moka/defs/task_group_def.h"
 
@@ -29,10 +30,17 @@ RunnableDef runnable_from_json(std::string_view text);
 /// Reads and parses a plan or TaskGroup file; InvalidInput names the file on any problem.
 RunnableDef load_runnable_file(const std::string& path);
 
+/// Parses a job: `{"epoch_group": {TaskGroup}, "init_group": ..., "download_group": ..., "exit_group": ...,
+/// "stop_conditions": [{"node": ..., "blob": ...}], "nodes_to_checkpoint": [...]}` (docs/job-format.md).
+JobDef job_from_json(std::string_view text);
+/// Reads and parses a job file; InvalidInput names the file on any problem.
+JobDef load_job_file(const std::string& path);
+
 /// Serialises to JSON (indent < 0: one line). Round trip through *_from_json is lossless.
 /// Throws InvalidInput for a plan holding a "Callable" operator (it only exists in this process).
 std::string to_json(const PlanDef& plan, int indent = 2);
 std::string to_json(const TaskGroupDef& group, int indent = 2);
+std::string to_json(const JobDef& job, int indent = 2);
 std::string to_json(const NetDef& net, int indent = 2);
 std::string to_json(const OperatorDef& op, int indent = 2);
 std::string to_json(const ExecutionStepDef& step, int indent = 2);

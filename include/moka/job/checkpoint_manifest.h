@@ -35,6 +35,9 @@ struct CheckpointManifest {
   int64_t epoch = 0;
   std::string db_type;
   std::vector<CheckpointFile> files;  ///< one per checkpointed node, in node order
+  /// A stop condition held after this epoch: the job's epoch loop was finished, so resuming from
+  /// here runs no further epoch (moka's decision 13; Caffe2 would run one more).
+  bool stop = false;
   bool operator==(const CheckpointManifest&) const = default;
 };
 
@@ -60,7 +63,8 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 /// node_dbs: (node, db path) pairs. Throws (naming the node and file) when a DB cannot be read.
 /// Thread-safety: one commit per directory at a time.
 CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
-                                     const std::vector<std::pair<std::string, std::string>>& node_dbs);
+                                     const std::vector<std::pair<std::string, std::string>>& node_dbs,
+                                     bool stop = false);
 
 /// @brief Epochs that have a manifest in `dir`, ascending (not verified). Empty when dir is missing.
 std::vector<int64_t> committed_epochs(const std::string& dir);

@@ -561,3 +561,85 @@ TEST_F(Cli, TaskGroupInvalidNodeExits2) {
   EXPECT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("task group, 2 nodes"), std::string::npos) << c.out;
 }
+
+// ---------------------------------------------------------------------------------------------
+// moka job run
+
+// examples/jobs/counting.json, small: 1000 weights, 4 epochs of 40 steps.
+class CliJob : public Cli {
+ protected:
+  std::string small_job() {
+    std::string job = read_file(source_path("examples/jobs/counting.json"));
+    for (int i = 0; i < 2; ++i) job.replace(job.find("[1048576]"), 9, "[1000]");
+    job.replace(job.find("\"init_count\", \"i\": 11"), 21, "\"init_count\", \"i\": 3");
+    return plan_file(job, "job.json");
+  }
+  std::string ckpt() const { return (dir_ / "ckpt").string(); }
+  static std::string fmt_line_start(int epoch) { return "\nepoch " + std::to_string(epoch) + ": "; }
+  // The outputs line: 160 steps (0..159 summed), 20 records (7 + 0..19 summed).
+  static constexpr const char* kOutputs =
+      R"({"total":{"dtype":"int64","shape":[],"data":[12720]},"step_count":{"dtype":"int64","shape":[],"data":[160]},)"
+      R"("checksum":{"dtype":"int64","shape":[],"data":[197]}})";
+};
+
+TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("epoch 0 (init), checkpoint "), std::string::npos) << r.out;
+  for (int e = 1; e <= 4; ++e) EXPECT_NE(r.out.find(fmt_line_start(e)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", stop\nfinished after epoch 4\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
+  for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
+}
+
+TEST_F(CliJob, ResumeLatestAfterTheEndRunsNoMoreEpochs) {
+  ASSERT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--background-save"}).code, 0);
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--resume", "latest"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("resuming from epoch 4\nfinished after epoch 4\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(kOutputs), std::string::npos) << r.out;
+}
+
+TEST_F(CliJob, CorruptNewestCheckpointIsSkippedWithItsReason) {
+  ASSERT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--db-type", "lmdb"}).code, 0);
+  fs::remove(fs::path(ckpt()) / "moka-manifest.4.json");  // as if killed before epoch 4 committed
+  fs::remove_all(fs::path(ckpt()) / "trainer.3");
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--db-type", "lmdb", "--resume", "latest"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("skipping checkpoint epoch 3: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trainer.3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resuming from epoch 2\nepoch 3: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(kOutputs), std::string::npos) << r.out;
+}
+
+TEST_F(CliJob, KeepLastDeletesOlderCheckpoints) {
+  ASSERT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--keep-last", "2"}).code, 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(ckpt())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"moka-manifest.3.json", "moka-manifest.4.json", "reader.3", "reader.4",
+                                             "trainer.3", "trainer.4"}));
+}
+
+TEST_F(CliJob, BadInputExitsWithTwo) {
+  const std::string job = small_job();
+  expect_error(run({"job", "run", job}), 2, {"--checkpoint-dir"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--db-type", "rocksdb"}), 2, {"--db-type"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-last", "-1"}), 2, {"--keep-last"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", "soon"}), 2, {"--resume", "soon"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", "9"}), 2,
+               {"--resume 9", "not committed", "moka-manifest.9.json"});
+  expect_error(run({"job", "run", plan_file(R"({"epoch_group": {"nodes": [{"node": 3}]}})", "bad.json"),
+                    "--checkpoint-dir", ckpt()}),
+               2, {"bad.json", "epoch_group.nodes[0].node"});
+  expect_error(run({"job", "run", plan_file(R"({"epoch_group": {"nodes": []}})", "nostop.json"), "--checkpoint-dir", ckpt()}),
+               2, {"stop_conditions"});
+  expect_error(run({"job", "frobnicate"}), 2, {"frobnicate"});
+}
+
+TEST_F(CliJob, CheckpointDirectoryThatCannotBeCreatedFailsTheRun) {
+  write_file(dir_ / "file", "x");
+  expect_error(run({"job", "run", small_job(), "--checkpoint-dir", (dir_ / "file" / "ckpt").string()}), 1,
+               {"cannot create checkpoint directory"});
+}

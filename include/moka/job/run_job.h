@@ -1,0 +1,78 @@
+// run_job: runs a JobDef (plain-data job) with Caffe2's JobRunner flow (§13.2) over node workspaces,
+// checkpointing every epoch with atomic commit, resume from the newest committed epoch, retention and
+// optional background save. This is what `moka job run` executes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moka/defs/job_def.h"
+#include "moka/exec/plan_executor.h"
+#include "moka/job/checkpoint_manifest.h"
+#include "moka/session/node_workspaces.h"
+
+namespace moka {
+
+/// What happened in one epoch, reported as soon as the epoch (and a foreground save) ends.
+struct EpochReport {
+  int64_t epoch = 0;          ///< 0 is the checkpoint right after init_group (no epoch ran)
+  double seconds = 0;         ///< time in epoch_group
+  bool checkpointed = false;  ///< a checkpoint of this epoch was written (or, in background, started)
+  bool background = false;    ///< the checkpoint is being written in the background
+  uint64_t checkpoint_bytes = 0;   ///< serialized bytes of all checkpointed nodes
+  double checkpoint_seconds = 0;   ///< time the epoch loop spent on the checkpoint (snapshot only, in background)
+  bool stop = false;               ///< a stop condition held
+};
+
+/// How run_job runs and checkpoints a job.
+struct JobRunOptions {
+  /// Directory of node checkpoint DBs (`<dir>/<node>.<epoch>`, Caffe2's db_name) and manifests;
+  /// empty: no checkpoints.
+  std::string checkpoint_dir{};
+  std::string db_type = "minidb";
+  /// Resume from this committed epoch (it must verify); overrides resume_latest.
+  std::optional<int64_t> resume_from_epoch{};
+  /// Resume from the newest committed epoch that verifies; start from scratch when there is none.
+  bool resume_latest = false;
+  /// Which committed checkpoints to keep (applied after each commit).
+  RetentionPolicy retention{};
+  /// Snapshot blobs in memory at the epoch boundary and write them while the next epoch runs (at
+  /// most one save in flight; the job waits for it before download_group).
+  bool background_save = false;
+  /// Decision 8: a failed save is fatal unless this is set (then it is counted and the job goes on).
+  bool tolerate_save_failures = false;
+  /// Passed to every group run (cancellation, exception timeout). A cancelled job throws Cancelled.
+  RunOptions run{};
+  /// Called after every epoch (and for the initial checkpoint, epoch 0).
+  std::function<void(const EpochReport&)> on_epoch{};
+};
+
+/// What run_job did.
+struct JobRunResult {
+  int64_t last_epoch = 0;                                ///< Caffe2's JobRunner.train return value
+  std::optional<int64_t> resumed_from;                   ///< the epoch loaded, when resuming
+  std::vector<std::pair<int64_t, std::string>> skipped;  ///< newer committed epochs that did not verify
+  std::vector<std::string> save_errors;                  ///< tolerated save failures, in order
+  std::vector<int64_t> deleted_epochs;                   ///< removed by retention
+};
+
+/// @brief Runs job in `nodes` with JobRunner's flow: init_group (unless resuming) → checkpoint 0 →
+/// epoch_group, stop conditions, checkpoint E, … until a stop condition holds → download_group →
+/// exit_group.
+///
+/// Checkpoints: each node in job.checkpoint_nodes() saves the local blobs its workspace held after
+/// init_group (their names go into the blob `blob_names`, as Caffe2's CheckpointManager does) to
+/// `<dir>/<node>.<epoch>`; then the epoch is committed with a manifest (commit_checkpoint). Resuming
+/// loads the epoch's files into the node workspaces and continues with the next epoch, so a resumed
+/// job ends with the same blobs as one that never stopped.
+/// Errors: InvalidInput for a bad job or options (naming what is wrong), NotFound/CorruptData for a
+/// requested resume epoch that is not committed or does not verify, Cancelled when options.run.cancel
+/// fires, the group's error (with its node) when a group fails; failed saves per tolerate_save_failures.
+/// Thread-safety: one run per NodeWorkspaces at a time.
+JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options = {});
+
+}  // namespace moka

@@ -1,0 +1,363 @@
+// run_job: JobRunner's flow over a JobDef, with committed checkpoints, resume, retention and
+// background save (include/moka/job/run_job.h).
+#include "moka/job/run_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <set>
+#include <type_traits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "moka/core/error.h"
+#include "moka/core/tensor.h"
+#include "moka/core/workspace.h"
+#include "moka/io/blob_serializer.h"
+#include "moka/io/db.h"
+#include "moka/io/save_load.h"
+#include "moka/session/run_task_group.h"
+
+namespace moka {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kBlobNames = "blob_names";  // Caffe2's CheckpointManager.BLOB_NAMES
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string node_db_path(const std::string& dir, const std::string& node, int64_t epoch) {
+  return (fs::path(dir) / fmt::format("{}.{}", node, epoch)).string();  // Caffe2's db_name()
+}
+
+// Serialized records of one node, captured in memory (the background-save snapshot).
+class RecordCollector : public ByteSink {
+ public:
+  void begin_record(std::string_view key, uint64_t size) override {
+    records.emplace_back(std::string(key), std::string());
+    records.back().second.reserve(size);
+  }
+  void write(std::span<const std::byte> bytes) override {
+    records.back().second.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    bytes_ += bytes.size();
+  }
+  std::vector<std::pair<std::string, std::string>> records;
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t bytes_ = 0;
+};
+
+struct NodeSnapshot {
+  std::string node;
+  std::string path;
+  RecordCollector collector;
+};
+
+void write_snapshot(const std::string& db_type, const NodeSnapshot& snap) {
+  auto db = open_db(db_type, snap.path, DbMode::New);
+  auto txn = db->new_transaction();
+  for (const auto& [key, value] : snap.collector.records) txn->put(key, value);
+  txn->commit();
+  db->close();
+}
+
+class JobRun {
+ public:
+  JobRun(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options)
+      : job_(job), nodes_(nodes), opt_(options), ckpt_nodes_(job.checkpoint_nodes()) {}
+
+  JobRunResult run() {
+    validate();
+    const bool checkpointing = !opt_.checkpoint_dir.empty();
+    std::optional<int64_t> resume = choose_resume_epoch();
+    if (!resume) {
+      run_group(job_.init_group, "init_group");
+      if (checkpointing) {
+        capture_blob_lists();
+        save_checkpoint(0, EpochReport{});
+      }
+    }
+    bool finished = false;
+    if (resume) {
+      finished = load_checkpoint(*resume);
+      result_.resumed_from = resume;
+    }
+    // Resuming from the epoch a stop condition ended: the loop is over (decision 13).
+    int64_t epoch = resume ? (finished ? *resume : *resume + 1) : 1;
+    std::unique_ptr<PreparedTaskGroup> epoch_group;
+    if (!job_.epoch_group.nodes.empty() && !finished) {
+      epoch_group = std::make_unique<PreparedTaskGroup>(job_.epoch_group, nodes_);
+    }
+    for (; !finished; ++epoch) {
+      EpochReport report;
+      report.epoch = epoch;
+      const auto t0 = Clock::now();
+      if (epoch_group) epoch_group->run(opt_.run);
+      report.seconds = seconds_since(t0);
+      throw_if_cancelled(fmt::format("epoch {}", epoch));
+      report.stop = stop_requested();
+      if (checkpointing) {
+        save_checkpoint(epoch, report);
+      } else if (opt_.on_epoch) {
+        opt_.on_epoch(report);
+      }
+      if (report.stop) break;
+    }
+    wait_for_background_save();
+    run_group(job_.download_group, "download_group");
+    run_group(job_.exit_group, "exit_group");
+    result_.last_epoch = epoch;
+    return result_;
+  }
+
+  ~JobRun() {
+    if (pending_.valid()) pending_.wait();  // never leave a writer running past the job
+  }
+
+ private:
+  void validate() {
+    if (job_.stop_conditions.empty()) throw InvalidInput("job has no stop_conditions: its epoch loop would never end");
+    if (!opt_.checkpoint_dir.empty()) {
+      if (ckpt_nodes_.empty()) {
+        throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");
+      }
+      (void)open_db_type_check();
+      std::error_code ec;
+      fs::create_directories(opt_.checkpoint_dir, ec);
+      if (ec) {
+        throw RuntimeError(
+            fmt::format("cannot create checkpoint directory '{}': {}", opt_.checkpoint_dir, ec.message()));
+      }
+    } else if (opt_.resume_latest || opt_.resume_from_epoch) {
+      throw InvalidInput("resuming needs a checkpoint directory");
+    }
+    if (opt_.resume_from_epoch && *opt_.resume_from_epoch < 0) {
+      throw InvalidInput(fmt::format("resume epoch {} is negative", *opt_.resume_from_epoch));
+    }
+    if (opt_.retention.keep_last < 0 || opt_.retention.keep_every < 0) {
+      throw InvalidInput("retention: keep_last and keep_every must be >= 0");
+    }
+  }
+
+  bool open_db_type_check() {
+    const auto types = registered_db_types();
+    std::string lower = opt_.db_type;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (auto t : types) {
+      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (t == lower) return true;
+    }
+    throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", opt_.db_type, fmt::join(types, ", ")));
+  }
+
+  std::optional<int64_t> choose_resume_epoch() {
+    if (opt_.resume_from_epoch) {
+      verify_checkpoint(opt_.checkpoint_dir, *opt_.resume_from_epoch);
+      return opt_.resume_from_epoch;
+    }
+    if (!opt_.resume_latest) return std::nullopt;
+    ResumeChoice choice = find_resume_epoch(opt_.checkpoint_dir);
+    result_.skipped = std::move(choice.skipped);
+    return choice.epoch;
+  }
+
+  void run_group(const TaskGroupDef& group, std::string_view what) {
+    if (group.nodes.empty()) return;
+    try {
+      run_task_group(group, nodes_, opt_.run);
+    } catch (Error& e) {
+      e.add_context(std::string(what));
+      throw;
+    }
+    throw_if_cancelled(what);
+  }
+
+  void throw_if_cancelled(std::string_view where) {
+    if (opt_.run.cancel && opt_.run.cancel->cancelled()) {
+      throw Cancelled(fmt::format("job cancelled during {}", where));
+    }
+  }
+
+  bool stop_requested() {
+    bool stop = false;
+    for (const auto& c : job_.stop_conditions) {
+      Workspace* ws = nodes_.find(c.node);
+      const Blob* blob = ws ? ws->get_blob(c.blob) : nullptr;
+      if (!blob) {
+        throw InvalidInput(fmt::format("stop condition: node '{}' has no blob '{}' after the epoch", c.node, c.blob));
+      }
+      if (!blob->is_type<Tensor>()) {
+        throw TypeError(fmt::format("stop condition '{}' on node '{}' holds {}, expected a one-element tensor", c.blob,
+                                    c.node, blob->type_name()));
+      }
+      const Tensor& t = blob->get<Tensor>();
+      if (t.numel() != 1 || t.dtype() == DType::String) {
+        throw TypeError(fmt::format("stop condition '{}' on node '{}' must be a one-element bool or numeric tensor",
+                                    c.blob, c.node));
+      }
+      const bool value = visit_dtype(t.dtype(), [&](auto tag) -> bool {
+        using T = decltype(tag);
+        if constexpr (std::is_same_v<T, std::string>) {
+          return false;  // refused above
+        } else {
+          return t.item<T>() != T{};
+        }
+      });
+      stop = stop || value;  // Caffe2: any(fetched values)
+    }
+    return stop;
+  }
+
+  // After init_group: each checkpointed node saves the local blobs it holds now, listed in blob_names.
+  void capture_blob_lists() {
+    for (const auto& node : ckpt_nodes_) {
+      Workspace& ws = nodes_.node(node);
+      std::vector<std::string> names = ws.local_blobs();
+      if (std::find(names.begin(), names.end(), kBlobNames) == names.end()) names.push_back(kBlobNames);
+      std::sort(names.begin(), names.end());  // deterministic files (Caffe2's order is unspecified)
+      Tensor& list = ws.create_blob(kBlobNames)->get_mutable<Tensor>();
+      list.resize(DType::String, {static_cast<int64_t>(names.size())});
+      std::copy(names.begin(), names.end(), list.mutable_data<std::string>());
+      blob_lists_[node] = std::move(names);
+    }
+  }
+
+  // Loads every checkpointed node of `epoch`; returns whether the job had finished at that epoch.
+  bool load_checkpoint(int64_t epoch) {
+    const CheckpointManifest m = verify_checkpoint(opt_.checkpoint_dir, epoch);
+    for (const auto& node : ckpt_nodes_) {
+      auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
+      if (it == m.files.end()) {
+        throw NotFound(fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", epoch, node,
+                                   m.files.size()));
+      }
+      Workspace& ws = nodes_.node(node);
+      LoadSpec spec;
+      spec.dbs = {it->db};
+      spec.db_type = m.db_type;
+      spec.absolute_path = true;
+      spec.load_all = true;
+      try {
+        load_blobs(ws, spec);
+        const Blob* list = ws.get_blob(kBlobNames);
+        if (!list || !list->is_type<Tensor>() || list->get<Tensor>().dtype() != DType::String) {
+          throw CorruptData(fmt::format("checkpoint '{}' has no string tensor '{}'", it->db, kBlobNames));
+        }
+        const Tensor& t = list->get<Tensor>();
+        blob_lists_[node].assign(t.data<std::string>(), t.data<std::string>() + t.numel());
+      } catch (Error& e) {
+        e.add_context(fmt::format("loading checkpoint epoch {} of node '{}'", epoch, node));
+        throw;
+      }
+    }
+    return m.stop;
+  }
+
+  // Saves and commits `epoch` (in the foreground, or snapshots it for the background writer).
+  void save_checkpoint(int64_t epoch, EpochReport report) {
+    report.epoch = epoch;
+    report.checkpointed = true;
+    const auto t0 = Clock::now();
+    try {
+      wait_for_background_save();
+      uncommit_stale(epoch);
+      if (opt_.background_save) {
+        auto snaps = std::make_shared<std::vector<NodeSnapshot>>();
+        for (const auto& node : ckpt_nodes_) {
+          NodeSnapshot& s = snaps->emplace_back();
+          s.node = node;
+          s.path = node_db_path(opt_.checkpoint_dir, node, epoch);
+          Workspace& ws = nodes_.node(node);
+          for (const auto& name : blob_lists_.at(node)) {
+            const Blob* b = ws.get_blob(name);
+            if (!b) throw NotFound(fmt::format("checkpoint of node '{}': blob '{}' no longer exists", node, name));
+            serialize_blob(name, *b, s.collector);
+          }
+          report.checkpoint_bytes += s.collector.bytes();
+        }
+        report.background = true;
+        pending_epoch_ = epoch;
+        pending_ = std::async(std::launch::async, [this, snaps, epoch, stop = report.stop] {
+          for (const auto& s : *snaps) write_snapshot(opt_.db_type, s);
+          commit(epoch, stop);
+        });
+      } else {
+        for (const auto& node : ckpt_nodes_) {
+          SaveSpec spec;
+          spec.blob_names = blob_lists_.at(node);
+          spec.db = node_db_path(opt_.checkpoint_dir, node, epoch);
+          spec.db_type = opt_.db_type;
+          spec.absolute_path = true;
+          report.checkpoint_bytes += save_blobs(nodes_.node(node), spec).bytes;
+        }
+        commit(epoch, report.stop);
+      }
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const Error& e) {
+      on_save_failure(epoch, e.what());
+    }
+    report.checkpoint_seconds = seconds_since(t0);
+    if (opt_.on_epoch) opt_.on_epoch(report);
+  }
+
+  // A manifest left for this epoch by an earlier run (a resume from an older epoch, or one that did
+  // not verify) must stop counting before its files are overwritten.
+  void uncommit_stale(int64_t epoch) {
+    const std::string path = manifest_path(opt_.checkpoint_dir, epoch);
+    if (::unlink(path.c_str()) == 0) detail::fsync_parent_dir(path);
+  }
+
+  void commit(int64_t epoch, bool stop) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& node : ckpt_nodes_) files.emplace_back(node, node_db_path(opt_.checkpoint_dir, node, epoch));
+    commit_checkpoint(opt_.checkpoint_dir, epoch, opt_.db_type, files, stop);
+    auto deleted = apply_retention(opt_.checkpoint_dir, opt_.retention);
+    std::lock_guard lock(deleted_mu_);
+    result_.deleted_epochs.insert(result_.deleted_epochs.end(), deleted.begin(), deleted.end());
+  }
+
+  void wait_for_background_save() {
+    if (!pending_.valid()) return;
+    try {
+      pending_.get();
+    } catch (const Error& e) {
+      on_save_failure(pending_epoch_, e.what());
+    }
+  }
+
+  void on_save_failure(int64_t epoch, const std::string& what) {
+    std::string message = fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, what);
+    if (!opt_.tolerate_save_failures) throw RuntimeError(std::move(message));
+    result_.save_errors.push_back(std::move(message));
+  }
+
+  const JobDef& job_;
+  NodeWorkspaces& nodes_;
+  const JobRunOptions& opt_;
+  const std::vector<std::string> ckpt_nodes_;
+  std::map<std::string, std::vector<std::string>> blob_lists_;
+  JobRunResult result_;
+  std::future<void> pending_;
+  int64_t pending_epoch_ = 0;
+  std::mutex deleted_mu_;
+};
+
+}  // namespace
+
+JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options) {
+  return JobRun(job, nodes, options).run();
+}
+
+}  // namespace moka

@@ -1,0 +1,354 @@
+// Tests of run_job: JobRunner's flow over a JobDef, committed checkpoints, resume, corruption fallback,
+// retention, background save, save failures and bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "moka/core/error.h"
+#include "moka/core/tensor.h"
+#include "moka/defs/json.h"
+#include "moka/io/blob_serializer.h"
+#include "moka/job/run_job.h"
+
+namespace moka {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "moka-runjob-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A small job: trainer sums step numbers into `total` and grows `weights`; reader counts records;
+// CountDown stops it after `epochs` epochs.
+JobDef small_job(int epochs = 5) {
+  const std::string fill_i64 = R"({"name": "dtype", "s": "INT64"}, {"name": "shape", "ints": []})";
+  return job_from_json(fmt::format(R"({{
+    "name": "small",
+    "init_group": {{"nodes": [
+      {{"node": "trainer", "plan": {{"network": [{{"name": "init", "op": [
+        {{"type": "ConstantFill", "output": ["total"], "arg": [{0}]}},
+        {{"type": "ConstantFill", "output": ["weights"], "arg": [{{"name": "shape", "ints": [1000]}}, {{"name": "value", "f": 0.25}}]}},
+        {{"type": "CreateCounter", "output": ["steps"]}},
+        {{"type": "CreateCounter", "output": ["left"], "arg": [{{"name": "init_count", "i": {1}}}]}}
+      ]}}], "execution_step": [{{"name": "init", "network": ["init"]}}]}}}},
+      {{"node": "reader", "plan": {{"network": [{{"name": "init", "op": [
+        {{"type": "CreateCounter", "output": ["records"]}}
+      ]}}], "execution_step": [{{"name": "init", "network": ["init"]}}]}}}}
+    ]}},
+    "epoch_group": {{"nodes": [
+      {{"node": "trainer", "outputs": ["done"], "plan": {{"network": [
+        {{"name": "step", "op": [
+          {{"type": "CountUp", "input": ["steps"], "output": ["s"]}},
+          {{"type": "Add", "input": ["total", "s"], "output": ["total"]}},
+          {{"type": "Add", "input": ["weights", "weights"], "output": ["weights"]}}
+        ]}},
+        {{"name": "end", "op": [{{"type": "CountDown", "input": ["left"], "output": ["done"]}}]}}
+      ], "execution_step": [
+        {{"name": "step", "network": ["step"], "num_iter": 3}},
+        {{"name": "end", "network": ["end"]}}
+      ]}}}},
+      {{"node": "reader", "plan": {{"network": [{{"name": "read", "op": [
+        {{"type": "CountUp", "input": ["records"], "output": ["r"]}}
+      ]}}], "execution_step": [{{"name": "read", "network": ["read"], "num_iter": 2}}]}}}}
+    ]}},
+    "exit_group": {{"nodes": [
+      {{"node": "trainer", "outputs": ["count"], "plan": {{"network": [{{"name": "report", "op": [
+        {{"type": "RetrieveCount", "input": ["steps"], "output": ["count"]}}
+      ]}}], "execution_step": [{{"name": "report", "network": ["report"]}}]}}}}
+    ]}},
+    "stop_conditions": [{{"node": "trainer", "blob": "done"}}]
+  }})",
+                                   fill_i64, epochs - 1));
+}
+
+int64_t i64(NodeWorkspaces& nodes, const std::string& node, const std::string& blob) {
+  return nodes.node(node).blob(blob).get<Tensor>().item<int64_t>();
+}
+
+// Every checkpointed blob (those listed in `blob_names`) of both nodes, serialized, plus the exit
+// group's output: equal maps mean equal state. Blobs that only epoch_group creates (its outputs and
+// temporaries) are not state and are not compared.
+std::map<std::string, std::string> all_blobs(NodeWorkspaces& nodes) {
+  std::map<std::string, std::string> out;
+  for (const auto& node : {"trainer", "reader"}) {
+    Workspace& ws = nodes.node(node);
+    const Tensor& names = ws.blob("blob_names").get<Tensor>();
+    for (const auto& name : names.values<std::string>()) {
+      out[fmt::format("{}/{}", node, name)] = serialize_blob_to_string(name, ws.blob(name));
+    }
+  }
+  out["trainer/count"] = serialize_blob_to_string("count", nodes.node("trainer").blob("count"));
+  return out;
+}
+
+// The digests of an epoch's node files (paths differ between directories).
+std::vector<DbDigest> digests(const std::string& dir, int64_t epoch) {
+  std::vector<DbDigest> out;
+  for (const auto& f : verify_checkpoint(dir, epoch).files) out.push_back(f.digest);
+  return out;
+}
+
+TEST(RunJob, RunsTheEpochLoopLikeJobRunnerAndCommitsEveryEpoch) {
+  TempDir dir;
+  NodeWorkspaces nodes;
+  std::vector<int64_t> reported;
+  JobRunOptions opt{.checkpoint_dir = dir.path()};
+  opt.on_epoch = [&](const EpochReport& r) {
+    reported.push_back(r.epoch);
+    EXPECT_TRUE(r.checkpointed);
+    EXPECT_GT(r.checkpoint_bytes, 4000u);
+  };
+  const JobRunResult r = run_job(small_job(5), nodes, opt);
+  EXPECT_EQ(r.last_epoch, 5);
+  EXPECT_FALSE(r.resumed_from.has_value());
+  EXPECT_EQ(reported, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(i64(nodes, "trainer", "count"), 15);
+  EXPECT_EQ(i64(nodes, "trainer", "total"), 14 * 15 / 2);
+  EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  for (int64_t e = 0; e <= 5; ++e) {
+    const auto m = verify_checkpoint(dir.path(), e);
+    ASSERT_EQ(m.files.size(), 2u);
+    EXPECT_EQ(m.files[0].node, "trainer");
+    EXPECT_EQ(m.files[1].node, "reader");
+    EXPECT_EQ(m.stop, e == 5);
+  }
+}
+
+TEST(RunJob, WithoutCheckpointDirItOnlyRuns) {
+  NodeWorkspaces nodes;
+  const JobRunResult r = run_job(small_job(3), nodes, {});
+  EXPECT_EQ(r.last_epoch, 3);
+  EXPECT_EQ(i64(nodes, "trainer", "count"), 9);
+}
+
+// Simulates a crash after `epoch` was committed: later manifests (and their files) disappear.
+void forget_after(const std::string& dir, int64_t epoch) {
+  for (int64_t e : committed_epochs(dir)) {
+    if (e > epoch) fs::remove(manifest_path(dir, e));
+  }
+}
+
+TEST(RunJob, ResumeFromEveryEpochEndsWithTheSameBlobs) {
+  for (const bool background : {false, true}) {
+    TempDir ref_dir;
+    NodeWorkspaces ref;
+    run_job(small_job(5), ref, {.checkpoint_dir = ref_dir.path(), .background_save = background});
+    const auto expected = all_blobs(ref);
+    for (int64_t k = 0; k <= 5; ++k) {
+      SCOPED_TRACE(fmt::format("resume from {} (background {})", k, background));
+      TempDir dir;
+      NodeWorkspaces first;
+      run_job(small_job(5), first, {.checkpoint_dir = dir.path(), .background_save = background});
+      forget_after(dir.path(), k);
+      NodeWorkspaces resumed;
+      const JobRunResult r =
+          run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true, .background_save = background});
+      ASSERT_EQ(r.resumed_from, std::optional<int64_t>(k));
+      EXPECT_EQ(r.last_epoch, 5);  // decision 13: resuming the final epoch runs no extra epoch
+      EXPECT_TRUE(all_blobs(resumed) == expected);
+      EXPECT_TRUE(digests(dir.path(), 5) == digests(ref_dir.path(), 5));
+    }
+  }
+}
+
+TEST(RunJob, ExplicitResumeEpochMustBeCommitted) {
+  TempDir dir;
+  NodeWorkspaces a;
+  run_job(small_job(4), a, {.checkpoint_dir = dir.path()});
+  NodeWorkspaces b;
+  const JobRunResult r = run_job(small_job(4), b, {.checkpoint_dir = dir.path(), .resume_from_epoch = 2});
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(2));
+  EXPECT_EQ(i64(b, "trainer", "count"), 12);
+  NodeWorkspaces c;
+  EXPECT_THROW(run_job(small_job(4), c, {.checkpoint_dir = dir.path(), .resume_from_epoch = 9}), NotFound);
+  NodeWorkspaces d;
+  EXPECT_THROW(run_job(small_job(4), d, {.checkpoint_dir = dir.path(), .resume_from_epoch = -1}), InvalidInput);
+}
+
+TEST(RunJob, ResumeLatestWithNothingCommittedStartsFromScratch) {
+  TempDir dir;
+  NodeWorkspaces nodes;
+  const JobRunResult r = run_job(small_job(2), nodes, {.checkpoint_dir = dir.path() + "/new", .resume_latest = true});
+  EXPECT_FALSE(r.resumed_from.has_value());
+  EXPECT_EQ(r.last_epoch, 2);
+}
+
+TEST(RunJob, CorruptNewestCheckpointFallsBackToThePreviousOne) {
+  TempDir dir;
+  NodeWorkspaces ref;
+  run_job(small_job(5), ref, {.checkpoint_dir = dir.path()});
+  const auto expected = all_blobs(ref);
+  forget_after(dir.path(), 3);
+  {  // flip a byte in the middle of epoch 3's trainer file
+    const std::string path = dir.path() + "/trainer.3";
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    f.put('\x7f');
+  }
+  NodeWorkspaces resumed;
+  const JobRunResult r = run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true});
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(2));
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].first, 3);
+  EXPECT_NE(r.skipped[0].second.find("trainer.3"), std::string::npos) << r.skipped[0].second;
+  EXPECT_TRUE(all_blobs(resumed) == expected);
+  verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
+}
+
+TEST(RunJob, TruncatedCheckpointFailsExplicitResumeNamingTheFile) {
+  TempDir dir;
+  NodeWorkspaces a;
+  run_job(small_job(3), a, {.checkpoint_dir = dir.path()});
+  fs::resize_file(dir.path() + "/reader.2", fs::file_size(dir.path() + "/reader.2") - 5);
+  NodeWorkspaces b;
+  try {
+    run_job(small_job(3), b, {.checkpoint_dir = dir.path(), .resume_from_epoch = 2});
+    FAIL() << "resumed from a truncated checkpoint";
+  } catch (const CorruptData& e) {
+    EXPECT_NE(std::string(e.what()).find("reader.2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunJob, RetentionKeepsTheNewestCheckpoints) {
+  TempDir dir;
+  NodeWorkspaces nodes;
+  const JobRunResult r = run_job(small_job(6), nodes, {.checkpoint_dir = dir.path(), .retention = {.keep_last = 2, .keep_every = 4}});
+  EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 4, 5, 6}));
+  EXPECT_EQ(r.deleted_epochs, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_FALSE(fs::exists(dir.path() + "/trainer.1"));
+}
+
+TEST(RunJob, BackgroundSaveWritesTheSameCheckpoints) {
+  TempDir fg, bg;
+  NodeWorkspaces a, b;
+  run_job(small_job(4), a, {.checkpoint_dir = fg.path()});
+  std::vector<bool> background;
+  JobRunOptions opt{.checkpoint_dir = bg.path(), .background_save = true};
+  opt.on_epoch = [&](const EpochReport& r) { background.push_back(r.background); };
+  run_job(small_job(4), b, opt);
+  EXPECT_EQ(background, std::vector<bool>(5, true));
+  for (int64_t e = 0; e <= 4; ++e) {
+    EXPECT_TRUE(digests(fg.path(), e) == digests(bg.path(), e)) << "epoch " << e;
+  }
+  EXPECT_TRUE(all_blobs(a) == all_blobs(b));
+}
+
+TEST(RunJob, SaveFailureIsFatalUnlessTolerated) {
+  TempDir dir;
+  const std::string file = dir.path() + "/not-a-dir";
+  std::ofstream(file) << "x";
+  {
+    NodeWorkspaces nodes;
+    // The checkpoint directory cannot be created under a regular file.
+    EXPECT_THROW(run_job(small_job(2), nodes, {.checkpoint_dir = file + "/ckpt"}), RuntimeError);
+  }
+  for (const bool background : {false, true}) {
+    TempDir d2;
+    NodeWorkspaces nodes;
+    JobRunOptions opt{.checkpoint_dir = d2.path(), .db_type = "minidb", .background_save = background};
+    // Every trainer file path is a non-empty directory: Save cannot replace it with a file.
+    for (int e = 0; e <= 3; ++e) fs::create_directories(fmt::format("{}/trainer.{}/x", d2.path(), e));
+    try {
+      run_job(small_job(3), nodes, opt);
+      ADD_FAILURE() << "a failed save did not fail the job (background " << background << ")";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("Unable to write checkpoint for epoch 0"), std::string::npos) << e.what();
+    }
+    NodeWorkspaces tolerant;
+    opt.tolerate_save_failures = true;
+    const JobRunResult r = run_job(small_job(3), tolerant, opt);
+    EXPECT_EQ(r.last_epoch, 3);
+    EXPECT_EQ(r.save_errors.size(), 4u);
+    EXPECT_TRUE(committed_epochs(d2.path()).empty());
+    EXPECT_EQ(i64(tolerant, "trainer", "count"), 9);
+  }
+}
+
+TEST(RunJob, BadJobsAndOptionsAreRefused) {
+  TempDir dir;
+  JobDef no_stop = small_job(2);
+  no_stop.stop_conditions.clear();
+  NodeWorkspaces n1;
+  EXPECT_THROW(run_job(no_stop, n1, {}), InvalidInput);
+  NodeWorkspaces n2;
+  EXPECT_THROW(run_job(small_job(2), n2, {.checkpoint_dir = dir.path(), .db_type = "nosuchdb"}), InvalidInput);
+  NodeWorkspaces n3;
+  EXPECT_THROW(run_job(small_job(2), n3, {.resume_latest = true}), InvalidInput);
+  NodeWorkspaces n4;
+  EXPECT_THROW(run_job(small_job(2), n4, {.checkpoint_dir = dir.path(), .retention = {.keep_last = -2}}), InvalidInput);
+  JobDef bad_stop = small_job(2);
+  bad_stop.stop_conditions[0].blob = "no_such_blob";
+  NodeWorkspaces n5;
+  try {
+    run_job(bad_stop, n5, {});
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_blob"), std::string::npos) << e.what();
+  }
+  JobDef weights_stop = small_job(2);
+  weights_stop.stop_conditions[0].blob = "weights";  // 1000 elements
+  NodeWorkspaces n6;
+  EXPECT_THROW(run_job(weights_stop, n6, {}), TypeError);
+  JobDef no_nodes = small_job(2);
+  no_nodes.init_group.nodes.clear();
+  NodeWorkspaces n7;
+  EXPECT_THROW(run_job(no_nodes, n7, {.checkpoint_dir = dir.path()}), InvalidInput);
+}
+
+TEST(RunJob, CancellationEndsTheJobWithoutCheckpointingTheEpochInFlight) {
+  TempDir dir;
+  NodeWorkspaces nodes;
+  JobRunOptions opt{.checkpoint_dir = dir.path()};
+  opt.run.cancel = std::make_shared<CancelToken>();
+  opt.on_epoch = [&](const EpochReport& r) {
+    if (r.epoch == 2) opt.run.cancel->cancel();
+  };
+  EXPECT_THROW(run_job(small_job(5), nodes, opt), Cancelled);
+  EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(JobDefJson, RoundTripsAndNamesThePathOfProblems) {
+  const JobDef job = small_job(3);
+  EXPECT_EQ(job_from_json(to_json(job)), job);
+  EXPECT_EQ(job.checkpoint_nodes(), (std::vector<std::string>{"trainer", "reader"}));
+  JobDef explicit_nodes = job;
+  explicit_nodes.nodes_to_checkpoint = {"reader"};
+  EXPECT_EQ(job_from_json(to_json(explicit_nodes)).checkpoint_nodes(), (std::vector<std::string>{"reader"}));
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({})", "epoch_group"},
+      {R"({"epoch_group": {"nodes": [{"node": ""}]}})", "epoch_group.nodes[0].node"},
+      {R"({"epoch_group": {"nodes": []}, "stop_conditions": [{"node": "a"}]})", "stop_conditions[0]"},
+      {R"({"epoch_group": {"nodes": []}, "nodes_to_checkpoint": ["a", "a"]})", "nodes_to_checkpoint"},
+      {R"({"epoch_group": {"nodes": []}, "epochs": 3})", "epochs"},
+      {R"({"epoch_group": {"nodes": []}, "exit_group": {"nodes": [{"node": "a", "plan": {"execution_step": [{"name": "s", "network": ["missing"]}]}}]}})", "exit_group.nodes[0]"},
+  };
+  for (const auto& [text, where] : bad) {
+    try {
+      job_from_json(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moka
