@@ -1,0 +1,166 @@
+// JobRunner: Caffe2's training flow (§13.2) with decision 8 for failed saves.
+#include "moka/job/job_runner.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "moka/core/dtype.h"
+#include "moka/core/error.h"
+#include "moka/session/session.h"
+
+namespace moka {
+
+namespace {
+
+// Python's truth value of a fetched stop condition: one element, bool or number.
+bool truth_of(const TaskOutput& output) {
+  const Tensor t = output.fetch();
+  const std::string name = output.names().empty() ? std::string("?") : output.names().front();
+  if (t.numel() != 1)
+    throw InvalidInput(fmt::format("JobRunner: stop condition \"{}\" must hold one value, got {}", name, t.describe()));
+  switch (t.dtype()) {
+    case DType::Bool: return t.item<bool>();
+    case DType::Int32: return t.item<int32_t>() != 0;
+    case DType::Int64: return t.item<int64_t>() != 0;
+    case DType::Float: return t.item<float>() != 0;
+    case DType::Double: return t.item<double>() != 0;
+    default:
+      throw InvalidInput(
+          fmt::format("JobRunner: stop condition \"{}\" must be a bool or a number, got {}", name, t.describe()));
+  }
+}
+
+}  // namespace
+
+JobRunner::JobRunner(Job job, std::shared_ptr<CheckpointManagerBase> checkpoint_manager, JobRunnerOptions options)
+    : job_(std::move(job)), checkpoint_manager_(std::move(checkpoint_manager)), options_(std::move(options)) {}
+
+void JobRunner::log(std::string_view message) const {
+  if (options_.log) {
+    options_.log(message);
+  } else {
+    fmt::print(stderr, "moka JobRunner: {}\n", message);
+  }
+}
+
+int64_t JobRunner::train(Session& session) {
+  CheckpointManagerBase* cm = checkpoint_manager_.get();
+  if (!cm && options_.resume_latest) throw InvalidInput("JobRunner: cannot resume from the latest epoch without a checkpoint manager");
+  if (!cm && options_.resume_from_epoch)
+    throw InvalidInput(fmt::format("JobRunner: cannot resume from epoch {} without a checkpoint manager",
+                                   *options_.resume_from_epoch));
+  if (job_.stop_conditions().empty())
+    throw InvalidInput(
+        "JobRunner: the job has no stop condition, so its epoch group would run forever "
+        "(add one with Job::add_stop_condition or epoch_limiter)");
+  const std::vector<std::string> nodes = job_.nodes_to_checkpoint();
+  std::optional<int64_t> resume_from_epoch = options_.resume_from_epoch;
+  if (cm) {
+    cm->set_params(nodes);
+    if (options_.resume_latest && !resume_from_epoch) {
+      const ResumeChoice choice = find_resume_epoch(checkpoint_dir());
+      for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));
+      resume_from_epoch = choice.epoch;
+    }
+    resume_from_epoch = cm->get_resume_from_epoch_id(resume_from_epoch);
+  }
+  if (resume_from_epoch && *resume_from_epoch < 0)
+    throw InvalidInput(fmt::format("JobRunner: resume_from_epoch must be >= 0, got {}", *resume_from_epoch));
+  const bool from_scratch = !resume_from_epoch.has_value();
+  if (from_scratch) session.run(job_.init_group());
+  bool finished = false;
+  if (cm) {
+    TaskGroup init = cm->init_task_group(nodes, resume_from_epoch);
+    session.run(init);
+    if (from_scratch) {
+      save_checkpoints(0, session, false);
+    } else {
+      finished = load_checkpoint(*resume_from_epoch, session);
+    }
+  }
+  // Decision 13: resuming from the epoch a stop condition ended runs no further epoch.
+  int64_t epoch = from_scratch ? 1 : (finished ? *resume_from_epoch : *resume_from_epoch + 1);
+  while (!finished) {
+    session.run(job_.epoch_group());
+    // Fetched right after the epoch, before the save: Caffe2's order.
+    bool stop = false;
+    for (const TaskOutput& o : job_.stop_conditions()) stop = truth_of(o) || stop;
+    if (cm) save_checkpoints(epoch, session, stop);
+    if (stop) break;
+    ++epoch;
+  }
+  if (options_.upload_task_group_builder) {
+    TaskGroup upload = options_.upload_task_group_builder->build(epoch, cm);
+    session.run(upload);
+  }
+  session.run(job_.download_group());
+  session.run(job_.exit_group());
+  return epoch;
+}
+
+std::string JobRunner::checkpoint_dir() const {
+  const CheckpointManagerBase& cm = *checkpoint_manager_;
+  const std::vector<std::string> nodes = cm.node_names();
+  if (nodes.empty()) throw InvalidInput("JobRunner: the checkpoint manager has no nodes (nothing to checkpoint)");
+  const std::optional<std::string> db = cm.get_ckpt_db_name(nodes.front(), 0);
+  if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", nodes.front()));
+  const std::string dir = std::filesystem::path(*db).parent_path().string();
+  return dir.empty() ? std::string(".") : dir;
+}
+
+void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {
+  CheckpointManagerBase* cm = checkpoint_manager_.get();
+  if (!cm) throw InvalidInput("JobRunner.save_checkpoints: Checkpoint manager is None (no checkpoint manager given)");
+  try {
+    if (cm->cp_accessible(std::nullopt)) {
+      TaskGroup save = cm->save_task_group(epoch);
+      session.run(save);
+      // Commit: every node DB read back and digested, then the manifest written atomically.
+      std::vector<std::pair<std::string, std::string>> files;
+      for (const auto& node : cm->node_names()) {
+        const std::optional<std::string> db = cm->get_ckpt_db_name(node, epoch);
+        if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", node));
+        files.emplace_back(node, *db);
+      }
+      const std::string dir = checkpoint_dir();
+      commit_checkpoint(dir, epoch, cm->db_type(), files, stop);
+      for (int64_t deleted : apply_retention(dir, options_.retention))
+        log(fmt::format("retention: deleted checkpoint epoch {}", deleted));
+      cm->write_checkpoint_metadata(epoch);
+      cm->report_checkpoint_stats("checkpoint_save");
+    } else {
+      log(fmt::format("Checkpoint files cannot be accessed! (epoch {} not saved)", epoch));
+    }
+  } catch (const std::exception& e) {
+    ++save_failures_;
+    last_save_error_ = e.what();
+    log(fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, e.what()));
+    if (!options_.tolerate_save_failures) throw;
+  }
+}
+
+bool JobRunner::load_checkpoint(int64_t epoch, Session& session) {
+  CheckpointManagerBase* cm = checkpoint_manager_.get();
+  if (!cm) throw InvalidInput("JobRunner.load_checkpoint: Checkpoint manager is None (no checkpoint manager given)");
+  // Only a committed epoch whose files all verify is resumed from.
+  const CheckpointManifest manifest = verify_checkpoint(checkpoint_dir(), epoch);
+  TaskGroup load = cm->load_task_group(epoch, std::nullopt, std::nullopt);
+  session.run(load);
+  cm->report_checkpoint_stats("checkpoint_load");
+  return manifest.stop;
+}
+
+bool JobRunner::load_blobs_from_checkpoints(const std::vector<std::string>& blob_names, int64_t epoch,
+                                            Session& session) {
+  CheckpointManagerBase* cm = checkpoint_manager_.get();
+  if (!cm)
+    throw InvalidInput(
+        "JobRunner.load_blobs_from_checkpoints: Checkpoint manager is None (the runner was built without one)");
+  const bool result = cm->load_blobs_locally(job_.nodes_to_checkpoint(), blob_names, epoch, session);
+  cm->report_checkpoint_stats("checkpoint_partial_load");
+  return result;
+}
+
+}  // namespace moka

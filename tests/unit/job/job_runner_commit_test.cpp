@@ -1,0 +1,155 @@
+// JobRunner with committed checkpoints: every epoch gets a manifest, resume_latest picks the newest
+// epoch that verifies (skipping a corrupt one), an uncommitted epoch cannot be resumed, retention,
+// and decision 13 (resuming the final epoch runs no further epoch).
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "moka/moka.h"
+
+namespace moka {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CommitDir {
+ public:
+  CommitDir() {
+    std::string tmpl = (fs::temp_directory_path() / "moka_job_commit_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~CommitDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Node "n" sums the epoch numbers into "total"; epoch_limiter stops it after `epochs` epochs.
+Job summing_job(int64_t epochs) {
+  return Job([&](Job& j) {
+    Node("n", [&] {
+      j.init_group([&] {
+        Task([&] {
+          ops::Const(int64_t{0}, {.blob_out = "total"});
+          ops::Const(int64_t{0}, {.blob_out = "epoch"});
+        });
+      });
+      Task([&] {
+        ops::Add({"epoch", ops::Const(int64_t{1})}, {"epoch"});
+        ops::Add({"total", "epoch"}, {"total"});
+      });
+      epoch_limiter(j, epochs);
+    });
+  });
+}
+
+std::vector<std::string> logged;
+JobRunnerOptions with_log(JobRunnerOptions o) {
+  o.log = [](std::string_view m) { logged.emplace_back(m); };
+  return o;
+}
+
+TEST(JobRunnerCommit, EveryEpochIsCommittedWithAManifest) {
+  CommitDir dir;
+  LocalSession session;
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  EXPECT_EQ(JobRunner(summing_job(4), cm).train(session), 4);
+  EXPECT_EQ(session.fetch("n", "total").item<int64_t>(), 10);
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  const CheckpointManifest last = verify_checkpoint(dir.str(), 4);
+  EXPECT_TRUE(last.stop);
+  ASSERT_EQ(last.files.size(), 1u);
+  EXPECT_EQ(last.files[0].node, "n");
+  EXPECT_EQ(last.files[0].db, dir.str() + "/n.4");
+  EXPECT_FALSE(verify_checkpoint(dir.str(), 3).stop);
+}
+
+// A resumed run uses the same Job object (its blob names are the checkpoint's), as Caffe2's tests do.
+TEST(JobRunnerCommit, ResumeLatestSkipsACorruptEpochAndEndsTheSame) {
+  CommitDir dir;
+  Job job = summing_job(5);
+  {
+    LocalSession session;
+    JobRunner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session);
+  }
+  // As if killed before epoch 4 committed, with epoch 3's file damaged afterwards.
+  fs::remove(manifest_path(dir.str(), 5));
+  fs::remove(manifest_path(dir.str(), 4));
+  fs::resize_file(dir.str() + "/n.3", fs::file_size(dir.str() + "/n.3") - 1);
+  logged.clear();
+  LocalSession session;
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                   with_log({.resume_latest = true}));
+  EXPECT_EQ(runner.train(session), 5);
+  EXPECT_EQ(session.fetch("n", "total").item<int64_t>(), 15);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_NE(logged[0].find("skipping checkpoint epoch 3"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("n.3"), std::string::npos) << logged[0];
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(JobRunnerCommit, ResumeLatestWithNothingCommittedStartsFromScratch) {
+  CommitDir dir;
+  LocalSession session;
+  JobRunner runner(summing_job(2), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                   {.resume_latest = true});
+  EXPECT_EQ(runner.train(session), 2);
+  EXPECT_EQ(session.fetch("n", "total").item<int64_t>(), 3);
+}
+
+TEST(JobRunnerCommit, AnUncommittedEpochCannotBeResumed) {
+  CommitDir dir;
+  Job job = summing_job(3);
+  {
+    LocalSession session;
+    JobRunner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session);
+  }
+  fs::remove(manifest_path(dir.str(), 2));  // n.2 exists, but epoch 2 was never committed
+  LocalSession session;
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                   {.resume_from_epoch = 2});
+  try {
+    runner.train(session);
+    FAIL() << "resumed from an uncommitted epoch";
+  } catch (const NotFound& e) {
+    EXPECT_NE(std::string(e.what()).find("not committed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JobRunnerCommit, ResumingTheFinalEpochRunsNoMoreEpochs) {
+  CommitDir dir;
+  Job job = summing_job(3);
+  {
+    LocalSession session;
+    JobRunner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session);
+  }
+  LocalSession session;
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                   {.resume_from_epoch = 3});
+  EXPECT_EQ(runner.train(session), 3);  // Caffe2 would run epoch 4
+  EXPECT_EQ(session.fetch("n", "total").item<int64_t>(), 6);
+}
+
+TEST(JobRunnerCommit, RetentionKeepsTheNewest) {
+  CommitDir dir;
+  LocalSession session;
+  JobRunner runner(summing_job(6), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "leveldb"),
+                   with_log({.retention = {.keep_last = 2}}));
+  EXPECT_EQ(runner.train(session), 6);
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{5, 6}));
+  EXPECT_FALSE(fs::exists(dir.str() + "/n.4"));
+  EXPECT_TRUE(fs::exists(dir.str() + "/n.5"));
+}
+
+}  // namespace
+}  // namespace moka

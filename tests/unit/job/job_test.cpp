@@ -1,0 +1,362 @@
+// Unit tests of the job layer: Job building and freezing, epoch_limiter, JobRunner's flow and
+// errors, db naming, checkpoint managers' errors, metadata handler calls, path_prefix (decision 9),
+// SnapshotManager (decision 10).
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "moka/moka.h"
+#include "support/invalid_input.h"
+
+namespace moka {
+namespace {
+
+namespace fs = std::filesystem;
+namespace ops = moka::ops;
+using moka::testing::invalid_input;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "moka_job_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  fs::path path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A job on node n that counts epochs in blob "count" and stops after `epochs` epochs.
+Job counting_job(int64_t epochs, const std::string& node = "n") {
+  return Job([&](Job& j) {
+    Node(node, [&] {
+      j.init_group([&] { Task([&] { ops::Const(0, {.blob_out = "count"}); }); });
+      Task([&] { ops::Add({"count", ops::Const(1)}, {"count"}); });
+      epoch_limiter(j, epochs);
+    });
+  });
+}
+
+TEST(JobNames, db_name_and_ckpt_filename) {
+  EXPECT_EQ(get_ckpt_filename("trainer_0", 5), "trainer_0.5");
+  EXPECT_EQ(db_name(5, "trainer_0", "/tmp/x"), "/tmp/x/trainer_0.5");
+  EXPECT_EQ(db_name(5, "trainer_0", "/tmp/x/"), "/tmp/x/trainer_0.5");
+  EXPECT_EQ(db_name(5, "trainer_0", ""), "trainer_0.5");
+  EXPECT_EQ(db_name(5, "trainer_0", "/tmp/x", "/other/pre_"), "/other/pre_trainer_0.5");  // plain concatenation
+  EXPECT_EQ(db_name(5, "trainer_0", "/tmp/x", ""), "/tmp/x/trainer_0.5");
+}
+
+TEST(Job, DefaultsAndBodyForm) {
+  Job plain;
+  EXPECT_EQ(plain.init_group().workspace_type(), WorkspaceType::Global);
+  EXPECT_EQ(plain.epoch_group().workspace_type(), std::nullopt);
+  EXPECT_TRUE(plain.stop_conditions().empty());
+  EXPECT_EQ(Job::current(false), nullptr);
+  EXPECT_TRUE(contains(invalid_input([] { Job::current(); }), "Context Job is required but none is active."));
+
+  Job* seen = nullptr;
+  TaskGroup* active = nullptr;
+  Job job([&](Job& j) {
+    seen = Job::current();
+    active = TaskGroup::current();
+    Node("a", [&] {
+      j.init_group([&] { Task([&] { ops::Const(1, {.blob_out = "x"}); }); });
+      Task([&] { ops::Const(2, {.blob_out = "y"}); });  // bare: the epoch group
+      j.download_group([&] { Task([&] { ops::Const(3, {.blob_out = "z"}); }); });
+    });
+    Node("b", [&] { j.init_group([&] { Task([&] { ops::Const(1, {.blob_out = "x"}); }); }); });
+  });
+  EXPECT_EQ(seen, &job);
+  EXPECT_EQ(active, &job.epoch_group());
+  EXPECT_EQ(Job::current(false), nullptr);
+  EXPECT_EQ(job.init_group().num_registered_tasks(), 2u);
+  EXPECT_EQ(job.epoch_group().num_registered_tasks(), 1u);
+  EXPECT_EQ(job.download_group().num_registered_tasks(), 1u);
+  EXPECT_EQ(job.exit_group().num_registered_tasks(), 0u);
+  EXPECT_EQ(job.nodes_to_checkpoint(), (std::vector<std::string>{"a", "b"}));
+
+  Job explicit_nodes(JobOptions{.nodes_to_checkpoint = std::vector<std::string>{"b"}});
+  EXPECT_EQ(explicit_nodes.nodes_to_checkpoint(), (std::vector<std::string>{"b"}));
+}
+
+TEST(Job, StopConditionIsAStepLessEpochTask) {
+  Job job;
+  TaskOutput out;
+  Node("n", [&] { out = job.add_stop_condition(BlobRef("done")); });
+  ASSERT_EQ(job.stop_conditions().size(), 1u);
+  EXPECT_TRUE(job.stop_conditions()[0].same_as(out));
+  ASSERT_EQ(job.epoch_group().tasks().size(), 1u);
+  EXPECT_EQ(job.epoch_group().tasks()[0].node(), "n");
+  EXPECT_FALSE(job.epoch_group().tasks()[0].has_step());
+  EXPECT_TRUE(contains(invalid_input([&] { job.add_stop_condition(TaskOutput(std::vector<BlobRef>{"a", "b"})); }),
+                       "a stop condition is one blob"));
+}
+
+TEST(Job, CompileFreezes) {
+  Job job = counting_job(2);
+  job.compile();
+  EXPECT_TRUE(job.is_compiled());
+  EXPECT_EQ(job.nodes_to_checkpoint(), (std::vector<std::string>{"n"}));
+  EXPECT_TRUE(contains(invalid_input([&] { job.init_group([] {}); }), "Job is compiled: its init_group"));
+  EXPECT_TRUE(contains(invalid_input([&] { job.build([](Job&) {}); }), "Job is compiled: its epoch_group"));
+  EXPECT_TRUE(contains(invalid_input([&] { job.add_stop_condition(BlobRef("x")); }), "Job is compiled"));
+  // Compiled jobs still run, in any session, and compile() again is a no-op.
+  job.compile();
+  LocalSession session;
+  job.compile(session);
+  EXPECT_EQ(JobRunner(job).train(session), 2);
+  EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), 2);
+}
+
+TEST(EpochLimiter, StopsAfterExactlyNEpochs) {
+  for (int64_t n : {1, 3, 7}) {
+    LocalSession session;
+    EXPECT_EQ(JobRunner(counting_job(n)).train(session), n);
+    EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), n);
+  }
+  Job job;
+  EXPECT_TRUE(contains(invalid_input([&] { epoch_limiter(job, 0); }), "num_epochs must be at least 1, got 0"));
+}
+
+TEST(JobRunner, GroupsRunInOrder) {
+  // init, epochs, download, exit: each appends its digit to a counter-like log value.
+  Job job([&](Job& j) {
+    j.init_group([&] { Task([&] { ops::Const(1, {.blob_out = "log"}); }); });
+    Task([&] { ops::Add({ops::Mul({"log", ops::Const(10)}), ops::Const(2)}, {"log"}); });
+    j.download_group([&] { Task([&] { ops::Add({ops::Mul({"log", ops::Const(10)}), ops::Const(3)}, {"log"}); }); });
+    j.exit_group([&] { Task([&] { ops::Add({ops::Mul({"log", ops::Const(10)}), ops::Const(4)}, {"log"}); }); });
+    epoch_limiter(j, 2);
+  });
+  LocalSession session;
+  EXPECT_EQ(JobRunner(job).train(session), 2);
+  EXPECT_EQ(session.fetch("local", "log").item<int64_t>(), 12234);
+}
+
+TEST(JobRunner, Errors) {
+  LocalSession session;
+  Job no_stop([&](Job&) { Task([&] { ops::Const(1); }); });
+  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(no_stop).train(session); }), "the job has no stop condition"));
+  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(counting_job(1), {.resume_from_epoch = 2}).train(session); }),
+                       "cannot resume from epoch 2 without a checkpoint manager"));
+  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(counting_job(1)).load_blobs_from_checkpoints({"x"}, 1, session); }),
+                       "Checkpoint manager is None"));
+  Job bad_stop([&](Job& j) {
+    j.init_group([&] { Task([&] { ops::Const({1, 2}, {.blob_out = "two"}); }); });
+    j.add_stop_condition(BlobRef("two"));
+  });
+  LocalSession s2;
+  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(bad_stop).train(s2); }),
+                       "stop condition \"two\" must hold one value"));
+}
+
+TEST(CheckpointManager, Errors) {
+  CheckpointManager cm("/tmp/x", "node", "minidb");
+  EXPECT_TRUE(contains(invalid_input([&] { cm.init(std::vector<std::string>{"a", "b"}); }),
+                       "CheckpointManager only supports single node."));
+  EXPECT_TRUE(contains(invalid_input([&] { cm.init_task_group({}, std::nullopt, {}, {}); }),
+                       "CheckpointManager only supports single node. (got 0 nodes"));
+  EXPECT_TRUE(contains(invalid_input([&] { cm.save(1); }), "CheckpointManager.blob_list: init must be called first"));
+  EXPECT_TRUE(contains(invalid_input([&] { cm.save_task_group(1); }), "init must be called first"));
+  EXPECT_TRUE(contains(invalid_input([&] { CheckpointManager("/x", "", "minidb"); }), "node_name must not be empty"));
+
+  MultiNodeCheckpointManager mn("/tmp/x", "minidb");
+  EXPECT_TRUE(contains(invalid_input([&] { mn.save(1); }), "init must be called first."));
+  EXPECT_TRUE(contains(invalid_input([&] { mn.load(1); }), "init must be called first."));
+  EXPECT_TRUE(contains(invalid_input([&] { mn.init({"a", "a"}); }), "node \"a\" is listed twice"));
+  mn.init({"a", "b"});
+  EXPECT_TRUE(contains(invalid_input([&] { mn.init({"a"}); }),
+                       "MultiNodeCheckpointManager was initialised for nodes ['a', 'b'], not ['a']"));
+  EXPECT_EQ(mn.get_ckpt_db_name("b", 3), "/tmp/x/b.3");
+  EXPECT_EQ(mn.get_ckpt_db_name("c", 3), std::nullopt);
+  EXPECT_EQ(mn.node_names(), (std::vector<std::string>{"a", "b"}));
+  // Re-init with the same nodes: an empty group (Caffe2's reuse).
+  EXPECT_EQ(mn.init({"a", "b"}).num_registered_tasks(), 0u);
+
+  SnapshotManager snap("/tmp/x", "node", "minidb");
+  EXPECT_TRUE(contains(invalid_input([&] { snap.init(std::vector<std::string>{"a", "b"}); }),
+                       "SnapshotManager only supports single node."));
+}
+
+// Records every call of the metadata handler interface.
+struct RecordingHandler : CheckpointMetadataHandler {
+  std::vector<std::string> calls;
+  std::optional<int64_t> resume;  // what last_epoch answers
+  bool accessible = true;
+  std::vector<CheckpointStats> stats;
+  void set_params(const std::string& db_prefix, const std::string& db_type, const std::vector<std::string>& nodes,
+                  const std::optional<std::string>& path_prefix, const std::optional<std::string>&) override {
+    calls.push_back(fmt::format("set_params({}, {}, {}, {})", fs::path(db_prefix).filename().string(), db_type,
+                                repr_list(nodes), path_prefix.value_or("None")));
+  }
+  std::optional<int64_t> last_epoch(std::optional<int64_t> user_epoch) override {
+    calls.push_back(fmt::format("last_epoch({})", user_epoch ? std::to_string(*user_epoch) : "None"));
+    return resume ? resume : user_epoch;
+  }
+  void write(int64_t epoch) override { calls.push_back(fmt::format("write({})", epoch)); }
+  void report(const std::string& action, const CheckpointStats& s) override {
+    calls.push_back(fmt::format("report({})", action));
+    stats.push_back(s);
+  }
+  bool cp_accessible(std::optional<int64_t>) override { return accessible; }
+};
+
+TEST(CheckpointManager, MetadataHandlerFlow) {
+  TempDir dir;
+  auto handler = std::make_shared<RecordingHandler>();
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb", handler);
+  Job job = counting_job(2);
+  LocalSession session;
+  EXPECT_EQ(JobRunner(job, cm).train(session), 2);
+  const std::string dn = dir.path().filename().string();
+  EXPECT_EQ(handler->calls,
+            (std::vector<std::string>{"set_params(" + dn + ", minidb, ['n'], None)", "last_epoch(None)", "write(0)",
+                                      "report(checkpoint_save)", "write(1)", "report(checkpoint_save)", "write(2)",
+                                      "report(checkpoint_save)"}));
+  ASSERT_EQ(handler->stats.size(), 3u);
+  for (std::size_t e = 0; e < 3; ++e) {
+    ASSERT_EQ(handler->stats[e].size(), 1u);
+    EXPECT_EQ(handler->stats[e].begin()->first, dir.str() + fmt::format("/n.{}", e));
+    EXPECT_GT(handler->stats[e].begin()->second, 0);
+  }
+  // The handler chooses the epoch to resume from (last_epoch overrides the user's None).
+  handler->calls.clear();
+  handler->resume = 1;
+  LocalSession resumed;
+  auto cm2 = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb", handler);
+  EXPECT_EQ(JobRunner(job, cm2).train(resumed), 2);
+  EXPECT_EQ(resumed.fetch("n", "count").item<int64_t>(), 2);
+  EXPECT_EQ(handler->calls[1], "last_epoch(None)");
+  EXPECT_EQ(handler->calls[2], "report(checkpoint_load)");
+  // Not accessible: nothing saved, a warning instead.
+  TempDir dir2;
+  auto h2 = std::make_shared<RecordingHandler>();
+  h2->accessible = false;
+  std::vector<std::string> logged;
+  LocalSession s3;
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir2.str(), "minidb", h2),
+                   {.log = [&](std::string_view m) { logged.emplace_back(m); }});
+  EXPECT_EQ(runner.train(s3), 2);
+  EXPECT_EQ(logged.size(), 3u);
+  EXPECT_TRUE(contains(logged.at(0), "Checkpoint files cannot be accessed!"));
+  EXPECT_TRUE(fs::is_empty(dir2.path()));
+  EXPECT_EQ(runner.save_failures(), 0);
+}
+
+TEST(JobRunner, ResumeFromMissingCheckpointNamesTheFile) {
+  TempDir dir;
+  LocalSession session;
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  try {
+    JobRunner(counting_job(2), cm, {.resume_from_epoch = 9}).train(session);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), dir.str() + "/n.9")) << e.what();
+  }
+}
+
+// Decision 9: path_prefix and path_type apply to every operation, save and existence checks included.
+TEST(CheckpointManager, PathPrefixHonouredEverywhere) {
+  TempDir dir;
+  const std::string prefix = (dir.path() / "pp_").string();
+  LocalSession session;
+  Job job = counting_job(2);
+  session.run(job.init_group());
+  MultiNodeCheckpointManager cm(dir.str() + "/unused", "leveldb_is_not_used");
+  cm.set_params({"n"}, prefix, "minidb");
+  TaskGroup init = cm.init({"n"});
+  session.run(init);
+  TaskGroup save = cm.save(7);
+  session.run(save);
+  EXPECT_TRUE(fs::exists(prefix + "n.7"));
+  EXPECT_FALSE(fs::exists(dir.path() / "unused"));
+  EXPECT_EQ(cm.get_ckpt_db_name("n", 7), prefix + "n.7");
+  EXPECT_EQ(cm.db_type(), "minidb");
+  EXPECT_TRUE(cm.load_blobs_locally({"n"}, {"count"}, 7, session));
+  EXPECT_FALSE(cm.load_blobs_locally({"n"}, {"count"}, 8, session));
+
+  // A fresh session: the timer blobs the timed tasks above left in node n hold no serializable value.
+  LocalSession s2;
+  s2.run(job.init_group());
+  CheckpointManager single(dir.str() + "/unused", "solo", "minidb");
+  single.set_params({"n"}, prefix);
+  s2.run(single.init());
+  s2.run(single.save(1));
+  EXPECT_TRUE(fs::exists(prefix + "solo.1"));
+  EXPECT_EQ(single.get_ckpt_db_name("solo", 1), prefix + "solo.1");
+  Task exists = single.check_db_exists(1);
+  s2.run(exists);
+  EXPECT_TRUE(exists.outputs()[0].fetch<bool>());
+}
+
+// Each node of a MultiNode manager saves its own workspace's blobs (decision 9).
+TEST(MultiNodeCheckpointManager, EachNodeHasItsOwnBlobList) {
+  TempDir dir;
+  Job job([&](Job& j) {
+    Node("a", [&] { j.init_group([&] { Task([&] { ops::Const(1, {.blob_out = "only_a"}); }); }); });
+    Node("b", [&] { j.init_group([&] { Task([&] { ops::Const(2, {.blob_out = "only_b"}); }); }); });
+    Node("a", [&] { epoch_limiter(j, 1); });
+  });
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  LocalSession session;
+  EXPECT_EQ(JobRunner(job, cm).train(session), 1);
+  const auto list_a = cm->node_managers()[0].second->blob_list();
+  const auto list_b = cm->node_managers()[1].second->blob_list();
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  EXPECT_TRUE(has(list_a, "only_a"));
+  EXPECT_FALSE(has(list_a, "only_b"));
+  EXPECT_TRUE(has(list_b, "only_b"));
+  EXPECT_FALSE(has(list_b, "only_a"));
+  EXPECT_TRUE(has(list_a, "a/blob_names"));
+  EXPECT_TRUE(fs::exists(dir.path() / "a.1"));
+  EXPECT_TRUE(fs::exists(dir.path() / "b.1"));
+}
+
+TEST(SnapshotManager, ExportsChosenBlobsUnderItsOwnNames) {
+  TempDir dir;
+  LocalSession session;
+  Node("n", [&] {
+    Task t([&] {
+      ops::Const(5, {.blob_out = "w"});
+      ops::Const(6, {.blob_out = "b"});
+      ops::Const(7, {.blob_out = "other"});
+    });
+    session.run(t);
+  });
+  SnapshotManager snap(dir.str(), "n", "minidb", {.blob_names = {"w", "b"}});
+  session.run(snap.init(std::vector<std::string>{"n"}));
+  EXPECT_EQ(snap.blob_list(), (std::vector<std::string>{"w", "b"}));
+  session.run(snap.save(3));
+  EXPECT_TRUE(fs::exists(dir.path() / "n.snapshot.3"));
+  EXPECT_FALSE(fs::exists(dir.path() / "n.3"));
+  // Load into a fresh session: only the chosen blobs come back.
+  LocalSession fresh;
+  SnapshotManager reader(dir.str(), "n", "minidb", {.blob_names = {"w", "b"}});
+  fresh.run(reader.init(std::vector<std::string>{"n"}));
+  fresh.run(reader.load(3));
+  EXPECT_EQ(fresh.fetch("n", "w").item<int64_t>(), 5);
+  EXPECT_EQ(fresh.fetch("n", "b").item<int64_t>(), 6);
+  EXPECT_FALSE(fresh.workspace("n").has_blob("other"));
+  Task exists = reader.check_db_exists(4);
+  fresh.run(exists);
+  EXPECT_FALSE(exists.outputs()[0].fetch<bool>());
+  static_assert(!std::is_convertible_v<SnapshotManager*, CheckpointManagerBase*>,
+                "a SnapshotManager must never be usable for resume");
+}
+
+}  // namespace
+}  // namespace moka
