@@ -12,34 +12,21 @@
 #include <vector>
 
 #include "moka/moka.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Every temporary directory of this file is named moka_ckpt-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka_ckpt") {}
+};
 namespace ops = moka::ops;
 using schema::Field;
 
 const std::vector<int64_t> EXPECTED_TOTALS = {103, 115, 136, 145};
-
-// tempfile.mkdtemp(), removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka_ckpt_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  fs::path path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // checkpoint_test.py build_pipeline(node_id): on node trainer_<id>, an init task holding the
 // dataset 0..9 (its cursor is created in the GLOBAL init group, so it survives epochs) and a total
@@ -116,7 +103,7 @@ TEST(Caffe2Checkpoint, test_single_checkpoint) {
                             std::shared_ptr<CheckpointManagerBase>(
                                 std::make_shared<CheckpointManager>(tmpdir.str(), "temp_node", "minidb")));
     });
-    for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(tmpdir.path() / fmt::format("temp_node.{}", e))) << e;
+    for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(tmpdir.fs_path() / fmt::format("temp_node.{}", e))) << e;
   }
   {
     TempDir tmpdir;
@@ -125,7 +112,7 @@ TEST(Caffe2Checkpoint, test_single_checkpoint) {
                             std::shared_ptr<CheckpointManagerBase>(
                                 std::make_shared<MultiNodeCheckpointManager>(tmpdir.str(), "minidb")));
     });
-    for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(tmpdir.path() / fmt::format("trainer_{}.{}", 0, e))) << e;
+    for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(tmpdir.fs_path() / fmt::format("trainer_{}.{}", 0, e))) << e;
   }
 }
 
@@ -225,7 +212,7 @@ class UploadToLocalFile : public UploadTaskGroupBuilder {
 // §4.3 test_upload_checkpoint.
 TEST(Caffe2Checkpoint, test_upload_checkpoint) {
   TempDir tmpdir;
-  const fs::path upload_dir = tmpdir.path() / "upload";
+  const fs::path upload_dir = tmpdir.fs_path() / "upload";
   fs::create_directory(upload_dir);
   for (int id = 0; id < 3; ++id) EXPECT_FALSE(fs::exists(upload_dir / fmt::format("trainer_{}", id)));
   for (int node_id = 0; node_id < 3; ++node_id) {
@@ -243,7 +230,7 @@ TEST(Caffe2Checkpoint, test_upload_checkpoint) {
   for (int id = 0; id < 3; ++id) {
     const fs::path up = upload_dir / fmt::format("trainer_{}", id);
     ASSERT_TRUE(fs::exists(up)) << up;
-    EXPECT_EQ(fs::file_size(up), fs::file_size(tmpdir.path() / fmt::format("trainer_{}.4", id)));
+    EXPECT_EQ(fs::file_size(up), fs::file_size(tmpdir.fs_path() / fmt::format("trainer_{}.4", id)));
   }
 }
 
@@ -253,7 +240,7 @@ TEST(Caffe2Checkpoint, test_upload_checkpoint) {
 // tolerate_save_failures the job completes as in Caffe2 and every save (epochs 0..4) is counted.
 TEST(Caffe2Checkpoint, test_ckpt_save_failure) {
   TempDir tmp;
-  const fs::path blocker = tmp.path() / "not_a_directory";
+  const fs::path blocker = tmp.fs_path() / "not_a_directory";
   std::ofstream(blocker) << "x";
   const std::string tmpdir = (blocker / "").string();
   for (int node_id = 0; node_id < 3; ++node_id) {

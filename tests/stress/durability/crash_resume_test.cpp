@@ -19,11 +19,17 @@
 #include <fmt/format.h>
 
 #include "moka/job/checkpoint_manifest.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Every temporary directory of this file is named moka-crash-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-crash") {}
+};
 using Clock = std::chrono::steady_clock;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
@@ -54,23 +60,6 @@ std::string write_job(const std::string& dir) {
   std::ofstream(path) << job;
   return path;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka-crash-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A `moka job run` child process with stdout and stderr in files.
 class Child {

@@ -9,27 +9,16 @@
 #include "moka/core/error.h"
 #include "moka/io/db.h"
 #include "moka/job/checkpoint_manifest.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka-manifest-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Every temporary directory of this file is named moka-manifest-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-manifest") {}
 };
 
 void write_db(const std::string& type, const std::string& path, int64_t value) {

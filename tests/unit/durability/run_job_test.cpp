@@ -13,27 +13,16 @@
 #include "moka/defs/json.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/job/run_job.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka-runjob-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Every temporary directory of this file is named moka-runjob-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-runjob") {}
 };
 
 // A small job: trainer sums step numbers into `total` and grows `weights`; reader counts records;

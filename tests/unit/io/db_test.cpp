@@ -17,31 +17,18 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
-using Entries = std::map<std::string, std::string>;  // std::less<std::string> is bytewise, like every backend
 
-// A fresh directory under /tmp, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/moka-db-test-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (d == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = d;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Every temporary directory of this file is named moka-db-test-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-db-test") {}
 };
+using Entries = std::map<std::string, std::string>;  // std::less<std::string> is bytewise, like every backend
 
 // The message of the moka::Error fn throws; fails the test when it throws none.
 template <class F>

@@ -13,30 +13,18 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
-using Entries = std::map<std::string, std::string>;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/moka-minidb-paths-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (d == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = d;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Every temporary directory of this file is named moka-minidb-paths-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-minidb-paths") {}
 };
+using Entries = std::map<std::string, std::string>;
 
 // Sets MOKA_MINIDB_NO_MMAP for the scope (the variable is read at each open).
 class PreadPath {

@@ -19,35 +19,22 @@
 #include "moka/ops/counter.h"
 #include "moka/ops/tree_cursor.h"
 #include "unit/ops/ops_test_util.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Every temporary directory of this file is named moka-saveload-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka-saveload") {}
+};
 using test::expect_error;
 using test::feed;
 using test::fetch;
 using test::run_op;
 using test::vals;
-
-// A fresh directory under ::testing::TempDir(), removed with its contents at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "moka-saveload-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::vector<std::string> db_keys(const std::string& type, const std::string& path) {
   std::vector<std::string> keys;

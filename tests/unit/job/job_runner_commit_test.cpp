@@ -11,27 +11,15 @@
 #include <vector>
 
 #include "moka/moka.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CommitDir {
- public:
-  CommitDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka_job_commit_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~CommitDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_; }
-
- private:
-  std::string path_;
+struct CommitDir : moka::testing::TempDir {
+  CommitDir() : moka::testing::TempDir("moka_job_commit") {}
 };
 
 // Node "n" sums the epoch numbers into "total"; epoch_limiter stops it after `epochs` epochs.

@@ -11,31 +11,19 @@
 
 #include "moka/moka.h"
 #include "support/invalid_input.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Every temporary directory of this file is named moka_job-XXXXXX.
+struct TempDir : moka::testing::TempDir {
+  TempDir() : moka::testing::TempDir("moka_job") {}
+};
 namespace ops = moka::ops;
 using moka::testing::invalid_input;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "moka_job_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  fs::path path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -220,7 +208,7 @@ TEST(CheckpointManager, MetadataHandlerFlow) {
   Job job = counting_job(2);
   LocalSession session;
   EXPECT_EQ(JobRunner(job, cm).train(session), 2);
-  const std::string dn = dir.path().filename().string();
+  const std::string dn = dir.fs_path().filename().string();
   EXPECT_EQ(handler->calls,
             (std::vector<std::string>{"set_params(" + dn + ", minidb, ['n'], None)", "last_epoch(None)", "write(0)",
                                       "report(checkpoint_save)", "write(1)", "report(checkpoint_save)", "write(2)",
@@ -251,7 +239,7 @@ TEST(CheckpointManager, MetadataHandlerFlow) {
   EXPECT_EQ(runner.train(s3), 2);
   EXPECT_EQ(logged.size(), 3u);
   EXPECT_TRUE(contains(logged.at(0), "Checkpoint files cannot be accessed!"));
-  EXPECT_TRUE(fs::is_empty(dir2.path()));
+  EXPECT_TRUE(fs::is_empty(dir2.fs_path()));
   EXPECT_EQ(runner.save_failures(), 0);
 }
 
@@ -270,7 +258,7 @@ TEST(JobRunner, ResumeFromMissingCheckpointNamesTheFile) {
 // Decision 9: path_prefix and path_type apply to every operation, save and existence checks included.
 TEST(CheckpointManager, PathPrefixHonouredEverywhere) {
   TempDir dir;
-  const std::string prefix = (dir.path() / "pp_").string();
+  const std::string prefix = (dir.fs_path() / "pp_").string();
   LocalSession session;
   Job job = counting_job(2);
   session.run(job.init_group());
@@ -281,7 +269,7 @@ TEST(CheckpointManager, PathPrefixHonouredEverywhere) {
   TaskGroup save = cm.save(7);
   session.run(save);
   EXPECT_TRUE(fs::exists(prefix + "n.7"));
-  EXPECT_FALSE(fs::exists(dir.path() / "unused"));
+  EXPECT_FALSE(fs::exists(dir.fs_path() / "unused"));
   EXPECT_EQ(cm.get_ckpt_db_name("n", 7), prefix + "n.7");
   EXPECT_EQ(cm.db_type(), "minidb");
   EXPECT_TRUE(cm.load_blobs_locally({"n"}, {"count"}, 7, session));
@@ -322,8 +310,8 @@ TEST(MultiNodeCheckpointManager, EachNodeHasItsOwnBlobList) {
   EXPECT_TRUE(has(list_b, "only_b"));
   EXPECT_FALSE(has(list_b, "only_a"));
   EXPECT_TRUE(has(list_a, "a/blob_names"));
-  EXPECT_TRUE(fs::exists(dir.path() / "a.1"));
-  EXPECT_TRUE(fs::exists(dir.path() / "b.1"));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "a.1"));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "b.1"));
 }
 
 TEST(SnapshotManager, ExportsChosenBlobsUnderItsOwnNames) {
@@ -341,8 +329,8 @@ TEST(SnapshotManager, ExportsChosenBlobsUnderItsOwnNames) {
   session.run(snap.init(std::vector<std::string>{"n"}));
   EXPECT_EQ(snap.blob_list(), (std::vector<std::string>{"w", "b"}));
   session.run(snap.save(3));
-  EXPECT_TRUE(fs::exists(dir.path() / "n.snapshot.3"));
-  EXPECT_FALSE(fs::exists(dir.path() / "n.3"));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "n.snapshot.3"));
+  EXPECT_FALSE(fs::exists(dir.fs_path() / "n.3"));
   // Load into a fresh session: only the chosen blobs come back.
   LocalSession fresh;
   SnapshotManager reader(dir.str(), "n", "minidb", {.blob_names = {"w", "b"}});
