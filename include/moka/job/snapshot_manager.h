@@ -17,6 +17,9 @@ struct SnapshotManagerOptions {
   /// Blobs to export; empty: every local blob of the node's workspace (as a checkpoint would).
   std::vector<std::string> blob_names{};
   std::shared_ptr<CheckpointMetadataHandler> metadata_handler{};
+  /// Snapshot retention (its own, separate from checkpoints'): apply_retention() keeps the newest
+  /// N snapshots of this node; 0 keeps all.
+  int64_t keep_last = 0;
 };
 
 /// @brief Writes **snapshots**: immutable exports of chosen blobs of one node, as
@@ -52,6 +55,16 @@ class SnapshotManager : private CheckpointManager {
   using CheckpointManager::db_path;
   using CheckpointManager::db_type;
   using CheckpointManager::run_node;
+
+  /// @brief Epochs that have a snapshot of this node in db_prefix, ascending.
+  std::vector<int64_t> snapshot_epochs() const;
+  /// @brief Deletes this node's snapshots beyond the newest `keep_last` (call it after running
+  /// save(epoch)); returns the deleted epochs. Never deletes the newest. No-op when keep_last is 0.
+  /// RuntimeError naming the file when one cannot be deleted.
+  std::vector<int64_t> apply_retention();
+
+ private:
+  int64_t keep_last_ = 0;
 };
 
 }  // namespace moka

@@ -346,5 +346,30 @@ TEST(SnapshotManager, ExportsChosenBlobsUnderItsOwnNames) {
                 "a SnapshotManager must never be usable for resume");
 }
 
+TEST(SnapshotManager, RetentionKeepsTheNewestSnapshotsOfItsNode) {
+  TempDir dir;
+  LocalSession session;
+  Node("n", [&] {
+    Task t([&] { ops::Const(5, {.blob_out = "w"}); });
+    session.run(t);
+  });
+  SnapshotManager snap(dir.str(), "n", "minidb", {.blob_names = {"w"}, .keep_last = 2});
+  session.run(snap.init(std::vector<std::string>{"n"}));
+  for (int64_t e : {1, 2, 10, 11}) session.run(snap.save(e));
+  fs::create_directories(dir.fs_path() / "n.3");           // a checkpoint, not a snapshot
+  fs::create_directories(dir.fs_path() / "m.snapshot.1");  // another node's snapshot
+  fs::create_directories(dir.fs_path() / "n.snapshot.07");  // not a canonical epoch
+  EXPECT_EQ(snap.snapshot_epochs(), (std::vector<int64_t>{1, 2, 10, 11}));
+  EXPECT_EQ(snap.apply_retention(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(snap.snapshot_epochs(), (std::vector<int64_t>{10, 11}));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "n.3"));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "m.snapshot.1"));
+  EXPECT_TRUE(fs::exists(dir.fs_path() / "n.snapshot.07"));
+  SnapshotManager keep_all(dir.str(), "n", "minidb");
+  EXPECT_TRUE(keep_all.apply_retention().empty());
+  EXPECT_TRUE(contains(invalid_input([&] { SnapshotManager(dir.str(), "n", "minidb", {.keep_last = -1}); }),
+                       "keep_last must be >= 0"));
+}
+
 }  // namespace
 }  // namespace moka
