@@ -72,7 +72,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   return *this;
 }
 
-void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape) {
+void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_new) {
   if (dtype == DType::Undefined) throw TypeError("cannot resize a tensor to dtype undefined");
   const int64_t n = shape_numel(shape);
   if (dtype == DType::String) {
@@ -82,7 +82,11 @@ void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape) {
     if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)))
       throw InvalidInput(fmt::format("shape {} of {} is too large", shape_string(shape), dtype_name(dtype)));
     const std::size_t need = static_cast<std::size_t>(n) * dtype_size(dtype);
-    if (bytes_.size() < need) bytes_.resize(need);
+    if (bytes_.size() < need) {
+      const std::size_t old = bytes_.size();
+      bytes_.resize(need);  // default-initialised: new bytes are indeterminate until written
+      if (zero_new) std::memset(bytes_.data() + old, 0, need - old);
+    }
     if (!strings_.empty()) strings_.clear();
   }
   dtype_ = dtype;
@@ -112,7 +116,11 @@ void Tensor::resize_dim0(int64_t rows) {
       throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows: too large", describe(), rows));
     const std::size_t need = static_cast<std::size_t>(n) * es;
     if (need > bytes_.capacity()) bytes_.reserve(std::max(need, bytes_.capacity() + bytes_.capacity() / 2));
-    if (bytes_.size() < need) bytes_.resize(need);
+    if (bytes_.size() < need) {
+      const std::size_t old = bytes_.size();
+      bytes_.resize(need);
+      std::memset(bytes_.data() + old, 0, need - old);
+    }
   }
   shape_[0] = rows;
   numel_ = n;

@@ -573,8 +573,10 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
     Tensor& t = dest_.get_mutable<Tensor>();
     if (h.dtype == DType::Undefined)
       t = Tensor();
-    else
+    else if (h.dtype == DType::String)
       t.resize(h.dtype, h.shape);
+    else
+      t.resize_for_overwrite(h.dtype, h.shape);  // every element is written by some chunk (checked below)
   }
   Tensor& t = dest_.get_checked_mutable<Tensor>();
   if (h.dtype == DType::String) {

@@ -5,8 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "moka/core/dtype.h"
@@ -71,6 +75,13 @@ class Tensor {
   void resize(DType dtype, std::initializer_list<int64_t> shape) {
     resize(dtype, std::span<const int64_t>(shape.begin(), shape.size()));
   }
+  /// As resize, but freshly allocated storage is not zero-filled: for callers that write every
+  /// element before anything reads it (deserialization), which saves one pass over new memory.
+  void resize_for_overwrite(DType dtype, std::span<const int64_t> shape) {
+    if (dtype == dtype_ && shape.size() == shape_.size() && std::equal(shape.begin(), shape.end(), shape_.begin()))
+      return;
+    resize_slow(dtype, shape, /*zero_new=*/false);
+  }
   /// Same dtype and shape as other (values not copied).
   void resize_like(const Tensor& other) { resize(other.dtype_, other.shape_); }
   /// Sets dimension 0 to `rows`, keeping the values of every row that remains (Caffe2's
@@ -119,7 +130,7 @@ class Tensor {
   std::string describe() const;
 
  private:
-  void resize_slow(DType dtype, std::span<const int64_t> shape);
+  void resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_new = true);
   template <class T>
   void check() const {
     if (dtype_ != dtype_of<T>()) detail::throw_dtype_mismatch(dtype_, dtype_of<T>());
@@ -136,7 +147,25 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> shape_{0};
   int64_t numel_ = 0;
-  std::vector<std::byte> bytes_;       // never shrinks; grows zero-filled
+  // Allocates without value-initialising, so growth can skip zero-filling (resize_for_overwrite).
+  template <class T>
+  struct DefaultInitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+      using other = DefaultInitAllocator<U>;
+    };
+    using std::allocator<T>::allocator;
+    template <class U>
+    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+      ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  };
+  std::vector<std::byte, DefaultInitAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
+                                                                   // except by resize_for_overwrite
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 
