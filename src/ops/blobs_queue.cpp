@@ -59,12 +59,23 @@ BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, st
                                    num_blobs));
   capacity_ = static_cast<uint64_t>(capacity);
   num_blobs_ = static_cast<std::size_t>(num_blobs);
-  slots_.resize(static_cast<std::size_t>(capacity) * num_blobs_);
-  seq_ = std::make_unique<SlotSeq[]>(static_cast<std::size_t>(capacity));
-  for (uint64_t k = 0; k < capacity_; ++k) seq_[k].v.store(2 * k, std::memory_order_relaxed);
+  slot_bytes_ = (kBlobsOffset + num_blobs_ * sizeof(Blob) + kLine - 1) / kLine * kLine;
+  const std::size_t bytes = static_cast<std::size_t>(capacity_) * slot_bytes_;
+  ring_.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{kLine})));
+  for (uint64_t k = 0; k < capacity_; ++k) {
+    new (&seq(k)) std::atomic<uint64_t>(2 * k);
+    Blob* b = slot_blobs(k);
+    for (std::size_t j = 0; j < num_blobs_; ++j) new (b + j) Blob();
+  }
 }
 
-BlobsQueue::~BlobsQueue() { close(); }
+BlobsQueue::~BlobsQueue() {
+  close();
+  for (uint64_t k = 0; k < capacity_; ++k) {
+    Blob* b = slot_blobs(k);
+    for (std::size_t j = 0; j < num_blobs_; ++j) b[j].~Blob();
+  }
+}
 
 std::size_t BlobsQueue::size() const noexcept {
   // read_pos_ first: both only grow and read_pos_ <= write_pos_, so the difference is never negative.
@@ -94,15 +105,16 @@ bool BlobsQueue::spin_until(Ready ready) const {
 
 bool BlobsQueue::record_ready() const noexcept {
   const uint64_t r = read_pos_.load(std::memory_order_seq_cst);
-  return seq_[r % capacity_].v.load(std::memory_order_seq_cst) == 2 * r + 1;
+  return seq(r).load(std::memory_order_seq_cst) == 2 * r + 1;
 }
 
 bool BlobsQueue::slot_free() const noexcept {
   const uint64_t w = write_pos_.load(std::memory_order_seq_cst) & ~kClosedBit;
-  return seq_[w % capacity_].v.load(std::memory_order_seq_cst) == 2 * w;
+  return seq(w).load(std::memory_order_seq_cst) == 2 * w;
 }
 
 bool BlobsQueue::closed_and_drained() const noexcept {
+  if (!closed_hint_.load(std::memory_order_seq_cst)) return false;
   const uint64_t w = write_pos_.load(std::memory_order_seq_cst);
   return (w & kClosedBit) != 0 && read_pos_.load(std::memory_order_seq_cst) == (w & ~kClosedBit);
 }
@@ -115,14 +127,14 @@ bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
       closed = true;
       return false;
     }
-    SlotSeq& s = seq_[pos % capacity_];
-    const uint64_t seq = s.v.load(std::memory_order_acquire);
-    const auto dif = static_cast<int64_t>(seq - 2 * pos);
+    std::atomic<uint64_t>& s = seq(pos);
+    const uint64_t sq = s.load(std::memory_order_acquire);
+    const auto dif = static_cast<int64_t>(sq - 2 * pos);
     if (dif == 0) {
       if (write_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        Blob* slot = &slots_[static_cast<std::size_t>(pos % capacity_) * num_blobs_];
+        Blob* slot = slot_blobs(pos);
         for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*inputs[j]);
-        s.v.store(2 * pos + 1, std::memory_order_seq_cst);  // seq_cst: see after_put()
+        s.store(2 * pos + 1, std::memory_order_seq_cst);  // seq_cst: see after_put()
         return true;
       }
     } else if (dif < 0) {
@@ -136,14 +148,14 @@ bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
 bool BlobsQueue::try_take(std::span<Blob* const> outputs) {
   uint64_t pos = read_pos_.load(std::memory_order_relaxed);
   for (;;) {
-    SlotSeq& s = seq_[pos % capacity_];
-    const uint64_t seq = s.v.load(std::memory_order_acquire);
-    const auto dif = static_cast<int64_t>(seq - (2 * pos + 1));
+    std::atomic<uint64_t>& s = seq(pos);
+    const uint64_t sq = s.load(std::memory_order_acquire);
+    const auto dif = static_cast<int64_t>(sq - (2 * pos + 1));
     if (dif == 0) {
       if (read_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        Blob* slot = &slots_[static_cast<std::size_t>(pos % capacity_) * num_blobs_];
+        Blob* slot = slot_blobs(pos);
         for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*outputs[j]);
-        s.v.store(2 * (pos + capacity_), std::memory_order_seq_cst);
+        s.store(2 * (pos + capacity_), std::memory_order_seq_cst);
         return true;
       }
     } else if (dif < 0) {
@@ -170,7 +182,8 @@ void BlobsQueue::after_take() noexcept {
   }
   // After close, the last records leaving make "closed and drained" true: readers sleeping until
   // then (waiting for a claimed record to be published) must all look again.
-  if ((write_pos_.load(std::memory_order_seq_cst) & kClosedBit) && readers_waiting_.load() > 0) {
+  // (closed_hint_, not write_pos_: a take must not pull the writers' line; close() sets both under mu_.)
+  if (closed_hint_.load(std::memory_order_seq_cst) && readers_waiting_.load() > 0) {
     { std::lock_guard lk(mu_); }
     not_empty_.notify_all();
   }
@@ -247,6 +260,7 @@ void BlobsQueue::close() {
   {
     std::lock_guard lk(mu_);
     if (write_pos_.fetch_or(kClosedBit, std::memory_order_seq_cst) & kClosedBit) return;
+    closed_hint_.store(true, std::memory_order_seq_cst);
   }
   not_empty_.notify_all();
   not_full_.notify_all();

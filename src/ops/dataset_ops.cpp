@@ -453,8 +453,10 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
   bool run() override {
     data_.gather(*this, tree_, 0, true);
     // Walk every top-level row: each domain's lengths must add up to exactly the rows its fields have.
-    std::vector<int64_t> off(tree_.num_offset_fields(), 0), sizes;
-    with_op_name(*this, [&] { tree_.advance(data_.lengths, data_.limits, off, sizes, data_.limits[0]); });
+    // off_ and sizes_ are members so that a writer checking every batch does not allocate.
+    std::vector<int64_t>& off = off_;
+    off.assign(tree_.num_offset_fields(), 0);
+    with_op_name(*this, [&] { tree_.advance(data_.lengths, data_.limits, off, sizes_, data_.limits[0]); });
     for (std::size_t d = 1; d < off.size(); ++d) {
       if (data_.limits[d] == kNoLimit) continue;  // a lengths field with no values fields: nothing to match
       if (off[d] != data_.limits[d]) {
@@ -470,6 +472,7 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
  private:
   DatasetTree tree_;
   FieldData data_;
+  std::vector<int64_t> off_, sizes_;
 };
 
 // True when `t` is an empty dataset column that an append replaces instead of extending: a blob never

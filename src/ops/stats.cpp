@@ -12,7 +12,7 @@ std::atomic<int64_t>& StatRegistry::stat(std::string_view key) {
   std::lock_guard lk(mu_);
   auto it = stats_.find(key);
   if (it == stats_.end()) it = stats_.try_emplace(std::string(key), 0).first;
-  return it->second;
+  return it->second.value;
 }
 
 int64_t StatRegistry::add(std::string_view key, int64_t delta) {
@@ -26,7 +26,7 @@ void StatRegistry::set(std::string_view key, int64_t value) { stat(key).store(va
 int64_t StatRegistry::get(std::string_view key) const {
   std::lock_guard lk(mu_);
   auto it = stats_.find(key);
-  return it == stats_.end() ? 0 : it->second.load();
+  return it == stats_.end() ? 0 : it->second.value.load();
 }
 
 bool StatRegistry::has(std::string_view key) const {
@@ -38,7 +38,7 @@ std::vector<StatRegistry::Entry> StatRegistry::export_all(bool reset) {
   std::lock_guard lk(mu_);
   std::vector<Entry> out;
   out.reserve(stats_.size());
-  for (auto& [k, v] : stats_) out.emplace_back(k, reset ? v.exchange(0) : v.load());
+  for (auto& [k, v] : stats_) out.emplace_back(k, reset ? v.value.exchange(0) : v.value.load());
   return out;
 }
 

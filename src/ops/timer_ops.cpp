@@ -1,5 +1,6 @@
 // Timer operators (Caffe2 stats_ops, §19): TimerBegin, TimerEnd, TimerGet, TimerGetAndEnd, and moka::Timer itself.
 #include <fmt/format.h>
+#include <time.h>
 
 #include "moka/core/error.h"
 #include "moka/ops/registry.h"
@@ -9,48 +10,52 @@
 
 namespace moka {
 
-Timer::Timer(std::string counter_name)
+Timer::Timer(std::string counter_name, bool coarse)
     : counter_name_(std::move(counter_name)),
+      coarse_(coarse),
       total_ns_(StatRegistry::global().stat(counter_name_)),
       count_(StatRegistry::global().stat(counter_name_ + "/count")) {}
 
-void Timer::begin() {
-  std::lock_guard lk(mu_);
-  if (running_) throw RuntimeError("Called TimerBegin on an already running timer.");
-  running_ = true;
-  start_ = Clock::now();
+int64_t Timer::now_ns() const noexcept {
+#ifdef CLOCK_MONOTONIC_COARSE
+  if (coarse_) {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  }
+#endif
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-int64_t Timer::stop_locked() {
-  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
-  running_ = false;
-  total_ns_.fetch_add(ns);
-  count_.fetch_add(1);
+void Timer::begin() {
+  int64_t expected = kStopped;
+  // The clock is read before the exchange; a failed begin() only wasted the read.
+  if (!start_ns_.compare_exchange_strong(expected, now_ns(), std::memory_order_acq_rel))
+    throw RuntimeError("Called TimerBegin on an already running timer.");
+}
+
+int64_t Timer::stop(const char* what) {
+  const int64_t now = now_ns();
+  const int64_t start = start_ns_.exchange(kStopped, std::memory_order_acq_rel);
+  if (start == kStopped) throw RuntimeError(what);
+  const int64_t ns = now - start;
+  // Relaxed: the cells are counters that readers sample; nothing else is published through them.
+  total_ns_.fetch_add(ns, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
   return ns;
 }
 
-int64_t Timer::end() {
-  std::lock_guard lk(mu_);
-  if (!running_) throw RuntimeError("Called TimerEnd on a stopped timer.");
-  return stop_locked();
-}
+int64_t Timer::end() { return stop("Called TimerEnd on a stopped timer."); }
 
 int64_t Timer::get_ns() const {
-  std::lock_guard lk(mu_);
-  if (!running_) throw RuntimeError("Called TimerGet on a stopped timer.");
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+  const int64_t start = start_ns_.load(std::memory_order_acquire);
+  if (start == kStopped) throw RuntimeError("Called TimerGet on a stopped timer.");
+  return now_ns() - start;
 }
 
-int64_t Timer::get_and_end() {
-  std::lock_guard lk(mu_);
-  if (!running_) throw RuntimeError("Called TimerGet on a stopped timer.");
-  return stop_locked();
-}
+int64_t Timer::get_and_end() { return stop("Called TimerGet on a stopped timer."); }
 
-bool Timer::running() const {
-  std::lock_guard lk(mu_);
-  return running_;
-}
+bool Timer::running() const { return start_ns_.load(std::memory_order_acquire) != kStopped; }
 
 namespace {
 
@@ -67,12 +72,15 @@ auto with_context(const OperatorBase& op, const std::string& blob, F&& f) {
 class TimerBeginOp final : public OperatorBase {
  public:
   TimerBeginOp(const OperatorDef& def, Workspace* ws)
-      : OperatorBase(def, ws), counter_name_(args().get_string("counter_name", output_name(0))) {}
+      : OperatorBase(def, ws),
+        counter_name_(args().get_string("counter_name", output_name(0))),
+        coarse_(args().get_bool("coarse_clock", false)) {}
   bool run() override {
     // The blob owns the timer; reuse it when it is ours (so a running one is reported), else replace.
     Blob& b = output_blob(0);
     Timer* t = b.is_type<Timer>() ? &b.get_checked_mutable<Timer>() : nullptr;
-    if (t == nullptr || t->counter_name() != counter_name_) t = &b.emplace<Timer>(counter_name_);
+    if (t == nullptr || t->coarse() != coarse_ || t->counter_name() != counter_name_)
+      t = &b.emplace<Timer>(counter_name_, coarse_);
     with_context(*this, output_name(0), [&] {
       t->begin();
       return 0;
@@ -82,6 +90,7 @@ class TimerBeginOp final : public OperatorBase {
 
  private:
   std::string counter_name_;
+  bool coarse_;
 };
 
 class TimerEndOp final : public OperatorBase {
@@ -130,6 +139,10 @@ void register_timer_ops(OperatorRegistry& reg) {
               .outputs(1)
               .arg("counter_name", ArgType::String, "stat key the elapsed time is published under",
                    "the output blob's name")
+              .arg("coarse_clock", ArgType::Bool,
+                   "moka: time with CLOCK_MONOTONIC_COARSE (cheap, 1–4 ms ticks; totals over many intervals stay "
+                   "right) instead of steady_clock",
+                   "false")
               .doc("Starts a timer held by the output blob (creating it, or replacing a timer with another "
                    "counter_name). The blob owns the timer, so it outlives the net. Fails with \"Called TimerBegin "
                    "on an already running timer.\" when the timer is running."),

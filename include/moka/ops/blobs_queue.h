@@ -99,10 +99,23 @@ class BlobsQueue {
   // Slot sequence numbers (after Vyukov's bounded MPMC queue): slot k % capacity is free for the
   // writer of record k when its sequence is 2k and holds record k for its reader when it is 2k + 1
   // (doubling keeps "written" and "free for the next round" apart even with capacity 1).
-  struct alignas(64) SlotSeq {
-    std::atomic<uint64_t> v;
-  };
+  //
+  // A slot is whole cache lines: its sequence number, then its num_blobs blobs (one line for up to
+  // three blobs). A hand-off then moves one line between the writer's and the reader's cores
+  // instead of two, and neighbouring slots (the writer filling one while the reader empties the
+  // next) never share a line.
+  static constexpr std::size_t kLine = 64;
+  static constexpr std::size_t kBlobsOffset = sizeof(std::atomic<uint64_t>);
   static constexpr uint64_t kClosedBit = uint64_t{1} << 63;  // in write_pos_: set by close()
+  struct RingFree {
+    void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{kLine}); }
+  };
+  std::atomic<uint64_t>& seq(uint64_t pos) const noexcept {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(ring_.get() + (pos % capacity_) * slot_bytes_);
+  }
+  Blob* slot_blobs(uint64_t pos) const noexcept {
+    return reinterpret_cast<Blob*>(ring_.get() + (pos % capacity_) * slot_bytes_ + kBlobsOffset);
+  }
 
   QueueResult write(std::span<Blob* const> inputs, bool wait);
   void check_count(std::size_t n, const char* what) const;
@@ -126,12 +139,16 @@ class BlobsQueue {
   uint64_t capacity_;
   std::size_t num_blobs_;
   std::vector<std::string> field_names_;
-  std::vector<Blob> slots_;  // capacity_ × num_blobs_, record k at slots_[(k % capacity_) * num_blobs_]
-  std::unique_ptr<SlotSeq[]> seq_;
+  std::size_t slot_bytes_ = 0;                  // a multiple of kLine
+  std::unique_ptr<std::byte[], RingFree> ring_;  // capacity_ slots; record k in slot k % capacity_
 
   // Each position on its own cache line: writers and readers do not disturb each other.
   alignas(64) std::atomic<uint64_t> write_pos_{0};  // records claimed by writers, | kClosedBit once closed
   alignas(64) std::atomic<uint64_t> read_pos_{0};   // records claimed by readers
+  // Set by close() with kClosedBit (both under mu_). Readers look here, on their own line, before
+  // reading write_pos_: a reader spinning on an empty queue would otherwise pull write_pos_'s line
+  // away from the writer on every check.
+  std::atomic<bool> closed_hint_{false};
   // Sleeping (slow path only): the counts let a fast-path operation skip notifying when nobody sleeps.
   alignas(64) std::mutex mu_;
   std::condition_variable not_empty_;

@@ -95,7 +95,8 @@ class DatasetTree {
 ///   c.reset();              // back to the start
 /// @endcode
 /// Thread-safety: every method may be called concurrently; position changes happen under mutex().
-class TreeCursor {
+// alignas(64) (and the mutex on its own line): see BlobMutex — readers lock the cursor once per batch.
+class alignas(64) TreeCursor {
  public:
   explicit TreeCursor(std::vector<std::string> field_names) : tree_(std::move(field_names)) {}
   explicit TreeCursor(DatasetTree tree) : tree_(std::move(tree)) {}
@@ -123,7 +124,7 @@ class TreeCursor {
 
  private:
   DatasetTree tree_;
-  mutable std::mutex mu_;
+  alignas(64) mutable std::mutex mu_;
   std::vector<int64_t> offsets_;
 };
 

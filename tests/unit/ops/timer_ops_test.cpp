@@ -36,6 +36,37 @@ TEST(TimerOps, BeginGetEnd) {
   EXPECT_GE(StatRegistry::global().get("timer_ops_test/t") - total_before, 2'000'000);
 }
 
+TEST(TimerOps, CoarseClockTimesManyShortIntervals) {
+  // The coarse clock ticks every 1–4 ms: one short interval may read 0, but back-to-back
+  // intervals telescope, so their total matches the elapsed time to about a tick.
+  Workspace ws;
+  const std::vector<Argument> coarse = {make_arg("counter_name", "timer_ops_test/coarse"),
+                                        make_arg("coarse_clock", true)};
+  run_op(ws, "TimerBegin", {}, {"t"}, coarse);
+  EXPECT_TRUE(ws.blob("t").get<Timer>().coarse());
+  run_op(ws, "TimerEnd", {"t"}, {});
+  const int64_t total_before = StatRegistry::global().get("timer_ops_test/coarse");
+  const int64_t count_before = StatRegistry::global().get("timer_ops_test/coarse/count");
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t intervals = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(30)) {
+    run_op(ws, "TimerBegin", {}, {"t"}, coarse);
+    run_op(ws, "TimerEnd", {"t"}, {});
+    ++intervals;
+  }
+  const int64_t elapsed =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(StatRegistry::global().get("timer_ops_test/coarse/count") - count_before, intervals);
+  const int64_t total = StatRegistry::global().get("timer_ops_test/coarse") - total_before;
+  EXPECT_GE(total, 0);
+  EXPECT_LE(total, elapsed + 5'000'000);
+  // Most of the loop is inside the timer: the total cannot be far below the elapsed time.
+  EXPECT_GE(total, elapsed / 4 - 5'000'000);
+  // A TimerBegin without coarse_clock replaces the coarse timer (as another counter_name would).
+  run_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/coarse")});
+  EXPECT_FALSE(ws.blob("t").get<Timer>().coarse());
+}
+
 TEST(TimerOps, CounterNameArgumentAndGetAndEnd) {
   Workspace ws;
   run_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/named")});
