@@ -278,7 +278,7 @@ ResumeChoice find_resume_epoch(const std::string& dir) {
   const auto epochs = committed_epochs(dir);
   for (auto it = epochs.rbegin(); it != epochs.rend(); ++it) {
     try {
-      verify_checkpoint(dir, *it);
+      choice.manifest = verify_checkpoint(dir, *it);
       choice.epoch = *it;
       break;
     } catch (const Error& e) {

@@ -60,9 +60,10 @@ int64_t JobRunner::train(Session& session) {
   if (cm) {
     cm->set_params(nodes);
     if (options_.resume_latest && !resume_from_epoch) {
-      const ResumeChoice choice = find_resume_epoch(checkpoint_dir());
+      ResumeChoice choice = find_resume_epoch(checkpoint_dir());
       for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));
       resume_from_epoch = choice.epoch;
+      verified_ = std::move(choice.manifest);
     }
     resume_from_epoch = cm->get_resume_from_epoch_id(resume_from_epoch);
   }
@@ -144,8 +145,10 @@ void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {
 bool JobRunner::load_checkpoint(int64_t epoch, Session& session) {
   CheckpointManagerBase* cm = checkpoint_manager_.get();
   if (!cm) throw InvalidInput("JobRunner.load_checkpoint: Checkpoint manager is None (no checkpoint manager given)");
-  // Only a committed epoch whose files all verify is resumed from.
-  const CheckpointManifest manifest = verify_checkpoint(checkpoint_dir(), epoch);
+  // Only a committed epoch whose files all verify is resumed from (resume_latest verified it already).
+  const CheckpointManifest manifest =
+      verified_ && verified_->epoch == epoch ? *verified_ : verify_checkpoint(checkpoint_dir(), epoch);
+  verified_.reset();
   TaskGroup load = cm->load_task_group(epoch, std::nullopt, std::nullopt);
   session.run(load);
   cm->report_checkpoint_stats("checkpoint_load");

@@ -161,14 +161,20 @@ class JobRun {
     throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", opt_.db_type, fmt::join(types, ", ")));
   }
 
+  // Verifies the resume epoch once; load_checkpoint uses the manifest kept here.
   std::optional<int64_t> choose_resume_epoch() {
+    ResumeChoice choice;
     if (opt_.resume_from_epoch) {
-      verify_checkpoint(opt_.checkpoint_dir, *opt_.resume_from_epoch);
-      return opt_.resume_from_epoch;
+      choice.manifest = verify_checkpoint(opt_.checkpoint_dir, *opt_.resume_from_epoch);
+      choice.epoch = opt_.resume_from_epoch;
+    } else if (opt_.resume_latest) {
+      choice = find_resume_epoch(opt_.checkpoint_dir);
+    } else {
+      return std::nullopt;
     }
-    if (!opt_.resume_latest) return std::nullopt;
-    ResumeChoice choice = find_resume_epoch(opt_.checkpoint_dir);
-    result_.skipped = std::move(choice.skipped);
+    if (opt_.on_resume) opt_.on_resume(choice);
+    result_.skipped = choice.skipped;
+    resume_manifest_ = std::move(choice.manifest);
     return choice.epoch;
   }
 
@@ -235,7 +241,8 @@ class JobRun {
 
   // Loads every checkpointed node of `epoch`; returns whether the job had finished at that epoch.
   bool load_checkpoint(int64_t epoch) {
-    const CheckpointManifest m = verify_checkpoint(opt_.checkpoint_dir, epoch);
+    const CheckpointManifest& m = resume_manifest_.value();  // verified by choose_resume_epoch
+    if (m.epoch != epoch) throw RuntimeError(fmt::format("internal: resume manifest is epoch {}, not {}", m.epoch, epoch));
     for (const auto& node : ckpt_nodes_) {
       auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
       if (it == m.files.end()) {
@@ -348,6 +355,7 @@ class JobRun {
   const JobRunOptions& opt_;
   const std::vector<std::string> ckpt_nodes_;
   std::map<std::string, std::vector<std::string>> blob_lists_;
+  std::optional<CheckpointManifest> resume_manifest_;
   JobRunResult result_;
   std::future<void> pending_;
   int64_t pending_epoch_ = 0;

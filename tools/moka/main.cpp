@@ -195,6 +195,17 @@ int cmd_job_run(const JobRunArgs& args) {
     if (r.stop) line += ", stop";
     std::cout << line << std::endl;
   };
+  // The resume choice, reported before anything loads: which epoch, which newer ones were skipped and why.
+  bool resume_chosen = false;
+  options.on_resume = [&](const moka::ResumeChoice& choice) {
+    resume_chosen = true;
+    for (const auto& [epoch, why] : choice.skipped)
+      std::cout << "skipping checkpoint epoch " << epoch << ": " << one_line(why) << std::endl;
+    if (choice.epoch)
+      std::cout << "resuming from epoch " << *choice.epoch << std::endl;
+    else
+      std::cout << "no committed checkpoint in " << options.checkpoint_dir << ": starting from scratch" << std::endl;
+  };
   // A signal only sets a flag (async-signal-safe); a watcher thread turns it into a cancellation.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -220,33 +231,15 @@ int cmd_job_run(const JobRunArgs& args) {
   moka::NodeWorkspaces nodes;
   moka::JobRunResult result;
   try {
-    if (options.resume_latest || options.resume_from_epoch) {
-      // Report the choice before running: which epoch, and which newer ones were skipped and why.
-      if (options.resume_latest) {
-        const moka::ResumeChoice choice = moka::find_resume_epoch(options.checkpoint_dir);
-        for (const auto& [epoch, why] : choice.skipped)
-          std::cout << "skipping checkpoint epoch " << epoch << ": " << one_line(why) << std::endl;
-        if (choice.epoch) {
-          options.resume_latest = false;
-          options.resume_from_epoch = *choice.epoch;
-          std::cout << "resuming from epoch " << *choice.epoch << std::endl;
-        } else {
-          options.resume_latest = false;
-          std::cout << "no committed checkpoint in " << options.checkpoint_dir << ": starting from scratch" << std::endl;
-        }
-      } else {
-        try {
-          moka::verify_checkpoint(options.checkpoint_dir, *options.resume_from_epoch);
-        } catch (const moka::NotFound& e) {
-          throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
-        }
-        std::cout << "resuming from epoch " << *options.resume_from_epoch << std::endl;
-      }
-    }
     result = moka::run_job(job, nodes, options);
   } catch (const moka::Cancelled&) {
     std::cerr << "moka: interrupted\n";
     return 130;
+  } catch (const moka::NotFound& e) {
+    // Only the resume epoch can be missing before the job starts: a bad --resume.
+    if (options.resume_from_epoch && !resume_chosen)
+      throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
+    throw;
   }
   for (const auto& e : result.save_errors) std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
   Json out = Json::object();

@@ -77,6 +77,7 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch);
 struct ResumeChoice {
   std::optional<int64_t> epoch;                          ///< newest committed epoch that verifies
   std::vector<std::pair<int64_t, std::string>> skipped;  ///< newer committed epochs that did not, and why
+  std::optional<CheckpointManifest> manifest;            ///< the manifest of `epoch`, as verified
 };
 
 /// @brief The newest committed epoch in `dir` whose files all verify; newer epochs that fail are

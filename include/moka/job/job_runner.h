@@ -92,6 +92,7 @@ class JobRunner {
   std::shared_ptr<CheckpointManagerBase> checkpoint_manager_;
   JobRunnerOptions options_;
   int64_t save_failures_ = 0;
+  std::optional<CheckpointManifest> verified_;  // the resume epoch's manifest, once verified in train()
   std::string last_save_error_;
 };
 

@@ -49,6 +49,9 @@ struct JobRunOptions {
   RunOptions run{};
   /// Called after every epoch (and for the initial checkpoint, epoch 0).
   std::function<void(const EpochReport&)> on_epoch{};
+  /// Called once the resume epoch is chosen and verified, before anything loads or runs (only
+  /// when resuming was asked for): the epoch (none: from scratch) and the newer epochs skipped.
+  std::function<void(const ResumeChoice&)> on_resume{};
 };
 
 /// What run_job did.
