@@ -141,7 +141,7 @@ ThreadNets thread_nets(Reader& reader, Net& init_net, Net& exit_net, const std::
   }
   Net timer_start_net("timer_start");
   // The coarse clock: the timer runs once per batch on every thread, where two steady_clock reads
-  // cost more than a small batch's data work; the per-thread totals stay right (see moka::Timer).
+  // cost more than a small batch's data work; totals are unbiased estimates (see moka::Timer).
   BlobRef timer =
       timer_start_net.op("TimerBegin", {}, {}, {{"counter_name", profiler_name}, {"coarse_clock", true}}).single();
   Net timer_end_net("timer_end");

@@ -181,8 +181,8 @@ struct PipeOptions {
 /// true (the reader ran out or hit a limit, the processor stopped the stream, or the output
 /// queue was closed): `timer_start`, the read nets, the write nets, `timer_end`. The timer
 /// publishes the stats `<node>/pipe/<name>/<input>/<output>` (ns, summed over every batch of every
-/// thread) and `.../count` (batches); it reads the coarse monotonic clock (1–4 ms ticks, a few ns a
-/// read), so the totals are right over many batches but a single batch reads 0 or one tick. Returns the
+/// thread) and `.../count` (batches); it reads the coarse monotonic clock (1–10 ms ticks, a few ns
+/// a read), so the totals are unbiased estimates over many batches but a single batch reads 0 or a tick. Returns the
 /// output queue (or the output Queue/Dataset given), empty when output was a Writer or the
 /// processor returned no record, and the processing reader itself when num_threads == 0.
 /// @code

@@ -28,10 +28,12 @@ namespace moka {
 class alignas(64) Timer {
  public:
   /// @brief A stopped timer publishing under `counter_name`.
-  /// @param coarse read CLOCK_MONOTONIC_COARSE (a few ns, but ticks only every 1–4 ms) instead of
-  /// steady_clock (tens of ns in a VM). For timers run once per batch in hot loops (a pipe's
-  /// `_pipe_step`): a single interval is then 0 or a tick, but back-to-back intervals telescope, so
-  /// the published total over many batches is right to about one tick plus the untimed gaps.
+  /// @param coarse read CLOCK_MONOTONIC_COARSE (a few ns, but ticking only every 1–10 ms, kernel
+  /// dependent) instead of steady_clock (tens of ns in a VM). For timers run once per batch in hot
+  /// loops (a pipe's `_pipe_step`): each interval reads its length to within one tick (a short one
+  /// usually 0), and a tick lands inside an interval with probability proportional to its length,
+  /// so totals over many intervals are unbiased estimates, noisy when intervals are much shorter
+  /// than a tick and separated by untimed gaps.
   explicit Timer(std::string counter_name, bool coarse = false);
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
