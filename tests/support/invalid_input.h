@@ -1,4 +1,5 @@
-// Test helper: the message of the InvalidInput a callable throws (fails the test when it throws none).
+// Test helpers: the message of the InvalidInput (or any moka::Error) a callable throws; the test fails
+// when it throws none.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,18 @@ std::string invalid_input(F&& fn) {
     return e.what();
   }
   ADD_FAILURE() << "no InvalidInput thrown";
+  return {};
+}
+
+/// The message of any moka::Error the callable throws.
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no moka::Error thrown";
   return {};
 }
 

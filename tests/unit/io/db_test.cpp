@@ -17,6 +17,7 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "support/invalid_input.h"
 #include "support/temp_dir.h"
 
 namespace moka {
@@ -31,16 +32,7 @@ struct TempDir : moka::testing::TempDir {
 using Entries = std::map<std::string, std::string>;  // std::less<std::string> is bytewise, like every backend
 
 // The message of the moka::Error fn throws; fails the test when it throws none.
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no moka::Error thrown";
-  return {};
-}
+using moka::testing::error_of;
 
 void write_all(DB& db, const Entries& entries) {
   auto txn = db.new_transaction();

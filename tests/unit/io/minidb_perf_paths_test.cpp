@@ -13,6 +13,7 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "support/invalid_input.h"
 #include "support/temp_dir.h"
 
 namespace moka {
@@ -35,16 +36,7 @@ class PreadPath {
   PreadPath& operator=(const PreadPath&) = delete;
 };
 
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no moka::Error thrown";
-  return {};
-}
+using moka::testing::error_of;
 
 void write_entries(const std::string& path, const Entries& entries) {
   auto db = open_db("minidb", path, DbMode::New);
