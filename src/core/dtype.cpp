@@ -24,6 +24,13 @@ constexpr DTypeInfo kInfos[] = {
     {DType::Float, "float32", "FLOAT", 4},   {DType::Double, "float64", "DOUBLE", 8},
     {DType::String, "string", "STRING", 0},
 };
+// The table and the inline dtype_size in the header must agree.
+constexpr bool sizes_agree() {
+  for (const auto& i : kInfos)
+    if (dtype_size(i.type) != i.size) return false;
+  return true;
+}
+static_assert(sizes_agree(), "kInfos and dtype_size disagree");
 const DTypeInfo* find(DType t) {
   for (const auto& i : kInfos)
     if (i.type == t) return &i;
@@ -43,10 +50,6 @@ std::string_view dtype_name(DType t) {
 std::string_view dtype_caffe2_name(DType t) {
   const auto* i = find(t);
   return i ? i->caffe2 : "UNDEFINED";
-}
-std::size_t dtype_size(DType t) {
-  const auto* i = find(t);
-  return i ? i->size : 0;
 }
 std::optional<DType> dtype_from_code(int64_t code) {
   for (const auto& i : kInfos)

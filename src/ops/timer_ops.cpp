@@ -40,7 +40,8 @@ int64_t Timer::stop(const char* what) {
   if (start == kStopped) throw RuntimeError(what);
   const int64_t ns = now - start;
   // Relaxed: the cells are counters that readers sample; nothing else is published through them.
-  total_ns_.fetch_add(ns, std::memory_order_relaxed);
+  // A coarse-clock interval usually reads 0 ns: skip that read-modify-write (once per batch in a pipe).
+  if (ns != 0) total_ns_.fetch_add(ns, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
   return ns;
 }

@@ -26,8 +26,22 @@ enum class DType : int32_t {
 std::string_view dtype_name(DType t);
 /// Caffe2's enum name: "BOOL", "INT8", ..., "FLOAT", "DOUBLE", "STRING".
 std::string_view dtype_caffe2_name(DType t);
-/// Bytes per element; 0 for String and Undefined.
-std::size_t dtype_size(DType t);
+/// Bytes per element; 0 for String and Undefined. Inline: every tensor resize and copy asks.
+constexpr std::size_t dtype_size(DType t) noexcept {
+  switch (t) {
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8: return 1;
+    case DType::Int16: return 2;
+    case DType::Int32:
+    case DType::Float: return 4;
+    case DType::Int64:
+    case DType::Double: return 8;
+    case DType::String:
+    case DType::Undefined: return 0;
+  }
+  return 0;
+}
 /// The DType for a Caffe2 code, or nullopt if the code is not one moka supports.
 std::optional<DType> dtype_from_code(int64_t code);
 /// Accepts Caffe2 names ("INT64", "FLOAT") and moka names ("int64", "float32"), case-insensitive.

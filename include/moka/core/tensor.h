@@ -68,8 +68,7 @@ class Tensor {
   /// dimensions or a size that overflows.
   void resize(DType dtype, std::span<const int64_t> shape) {
     // Steady state of every loop: same dtype and shape as last time, nothing to do.
-    if (dtype == dtype_ && shape.size() == shape_.size() && std::equal(shape.begin(), shape.end(), shape_.begin()))
-      return;
+    if (dtype == dtype_ && same_shape(shape)) return;
     resize_slow(dtype, shape);
   }
   void resize(DType dtype, std::initializer_list<int64_t> shape) {
@@ -78,8 +77,7 @@ class Tensor {
   /// As resize, but freshly allocated storage is not zero-filled: for callers that write every
   /// element before anything reads it (deserialization), which saves one pass over new memory.
   void resize_for_overwrite(DType dtype, std::span<const int64_t> shape) {
-    if (dtype == dtype_ && shape.size() == shape_.size() && std::equal(shape.begin(), shape.end(), shape_.begin()))
-      return;
+    if (dtype == dtype_ && same_shape(shape)) return;
     resize_slow(dtype, shape, /*zero_new=*/false);
   }
   /// Same dtype and shape as other (values not copied).
@@ -131,6 +129,14 @@ class Tensor {
 
  private:
   void resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_new = true);
+  // An element loop, not std::equal: that becomes a memcmp call, which costs more than the
+  // one or two dimensions of a typical batch (resize runs once per operator per batch).
+  bool same_shape(std::span<const int64_t> shape) const noexcept {
+    if (shape.size() != shape_.size()) return false;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] != shape_[i]) return false;
+    return true;
+  }
   template <class T>
   void check() const {
     if (dtype_ != dtype_of<T>()) detail::throw_dtype_mismatch(dtype_, dtype_of<T>());
