@@ -58,6 +58,7 @@ BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, st
     throw InvalidInput(fmt::format("BlobsQueue \"{}\": capacity {} × num_blobs {} is too large", name_, capacity,
                                    num_blobs));
   capacity_ = static_cast<uint64_t>(capacity);
+  if (capacity_ > 1 && (capacity_ & (capacity_ - 1)) == 0) index_mask_ = capacity_ - 1;
   num_blobs_ = static_cast<std::size_t>(num_blobs);
   slot_bytes_ = (kBlobsOffset + num_blobs_ * sizeof(Blob) + kLine - 1) / kLine * kLine;
   const std::size_t bytes = static_cast<std::size_t>(capacity_) * slot_bytes_;
@@ -127,13 +128,14 @@ bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
       closed = true;
       return false;
     }
-    std::atomic<uint64_t>& s = seq(pos);
+    std::byte* const sl = slot(pos);
+    std::atomic<uint64_t>& s = seq_of(sl);
     const uint64_t sq = s.load(std::memory_order_acquire);
     const auto dif = static_cast<int64_t>(sq - 2 * pos);
     if (dif == 0) {
       if (write_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        Blob* slot = slot_blobs(pos);
-        for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*inputs[j]);
+        Blob* blobs = blobs_of(sl);
+        for (std::size_t j = 0; j < num_blobs_; ++j) blobs[j].swap(*inputs[j]);
         s.store(2 * pos + 1, std::memory_order_seq_cst);  // seq_cst: see after_put()
         return true;
       }
@@ -148,13 +150,14 @@ bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
 bool BlobsQueue::try_take(std::span<Blob* const> outputs) {
   uint64_t pos = read_pos_.load(std::memory_order_relaxed);
   for (;;) {
-    std::atomic<uint64_t>& s = seq(pos);
+    std::byte* const sl = slot(pos);
+    std::atomic<uint64_t>& s = seq_of(sl);
     const uint64_t sq = s.load(std::memory_order_acquire);
     const auto dif = static_cast<int64_t>(sq - (2 * pos + 1));
     if (dif == 0) {
       if (read_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        Blob* slot = slot_blobs(pos);
-        for (std::size_t j = 0; j < num_blobs_; ++j) slot[j].swap(*outputs[j]);
+        Blob* blobs = blobs_of(sl);
+        for (std::size_t j = 0; j < num_blobs_; ++j) blobs[j].swap(*outputs[j]);
         s.store(2 * (pos + capacity_), std::memory_order_seq_cst);
         return true;
       }
