@@ -10,11 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__clang__)  // clang ignores GCC's target pragma
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 #define MOKA_XXH3_VECTOR XXH_AVX2
 #include "io/xxh3_variant.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace moka::detail {
 const Xxh3Impl* xxh3_avx2_impl() noexcept {
