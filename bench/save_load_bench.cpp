@@ -11,9 +11,9 @@
 // Plain save: one file, write() of every tensor's bytes, fsync, rename, fsync of the directory (what a
 // durable checkpoint writer must do at least). Plain load: read() of that file into freshly allocated
 // buffers, one per tensor (a load must put the bytes into new memory, as moka's load into a fresh
-// workspace does). moka save: save_blobs (or, with --direct, serialize_blob + Transaction::put per
-// record, the path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct: Cursor +
-// BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page cache
+// workspace does). moka save: save_blobs (or, with --direct, serialize_blob + Transaction::put_pieces
+// per record, the path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct:
+// Cursor::read_value + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page cache
 // (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -29,6 +29,8 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -208,24 +210,42 @@ double plain_load(const Data& d, const std::string& dir) {
 
 // ---- moka
 
-// Puts each serialized record as its own key/value pair, as Save does.
+// Puts each serialized record as its own key/value pair, as Save does: views of the pieces (valid
+// until end_record) go to Transaction::put_pieces, no record string is assembled.
 class TxnSink final : public moka::ByteSink {
  public:
   explicit TxnSink(moka::Transaction& txn) : txn_(txn) {}
-  void begin_record(std::string_view key, uint64_t size) override {
+  void begin_record(std::string_view key, uint64_t) override {
     key_.assign(key);
-    value_.clear();
-    value_.reserve(size);
+    pieces_.clear();
   }
   void write(std::span<const std::byte> bytes) override {
-    value_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
-  void end_record() override { txn_.put(key_, value_); }
+  void end_record() override { txn_.put_pieces(key_, pieces_); }
 
  private:
   moka::Transaction& txn_;
   std::string key_;
-  std::string value_;
+  std::vector<std::string_view> pieces_;
+};
+
+// A cursor's current value as a ByteSource read through Cursor::read_value, as Load does.
+class CursorSource final : public moka::ByteSource {
+ public:
+  explicit CursorSource(moka::Cursor& c) : c_(c), size_(c.value_size()) {}
+  std::size_t read(std::span<std::byte> into) override {
+    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(into.size(), size_ - pos_));
+    if (n > 0) c_.read_value(pos_, into.first(n));
+    pos_ += n;
+    return n;
+  }
+  std::optional<uint64_t> remaining() const override { return size_ - pos_; }
+
+ private:
+  moka::Cursor& c_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
 };
 
 double moka_save(Data& d, const std::string& type, const std::string& path, bool direct) {
@@ -258,7 +278,7 @@ double moka_load(const Data& d, const std::string& type, const std::string& path
       const std::string name(moka::blob_name_from_key(c->key()));
       auto it = assemblers.find(name);
       if (it == assemblers.end()) it = assemblers.try_emplace(name, *ws.create_blob(name)).first;
-      moka::MemorySource src(c->value());
+      CursorSource src(*c);
       it->second.add(src);
     }
     for (auto& [name, a] : assemblers) a.finish();

@@ -13,10 +13,9 @@
 #include "moka/ops/blobs_queue.h"
 #include "moka/ops/counter.h"
 #include "moka/ops/tree_cursor.h"
+#include "io/xxh3_fast.h"
 
-// xxHash is used header-only: no library to link, and XXH3 inlines into the streaming loops.
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+// XXH3 comes from io/xxh3_fast.h: the widest vector unit the CPU has (xxHash used header-only).
 
 namespace moka {
 
@@ -170,10 +169,11 @@ std::string key_of(std::string_view name, RecordKind kind, uint64_t chunk) {
   return std::string(name);
 }
 
-void write_checksum(ByteSink& out, uint64_t sum) {
-  std::byte b[8];
-  std::memcpy(b, &sum, 8);
-  out.write(b);
+// `buf` holds the bytes until the record ends: serialize_blob promises sinks that every span it
+// writes stays valid until end_record() (see ByteSink).
+void write_checksum(ByteSink& out, uint64_t sum, std::byte (&buf)[8]) {
+  std::memcpy(buf, &sum, 8);
+  out.write(buf);
 }
 
 // Payloads move in pieces this size: each piece is hashed right after it was copied, while it is
@@ -186,27 +186,19 @@ uint64_t write_hashed(ByteSink& out, std::span<const std::byte> body, uint64_t s
     out.write(body);
     return xxh3_64(body, seed);
   }
-  XXH3_state_t state;
-  // reset_withSeed reads the state's old seed to skip re-deriving the secret: a stack state must be
-  // initialised first, or stale stack bytes can leave a wrong secret in place.
-  XXH3_INITSTATE(&state);
-  XXH3_64bits_reset_withSeed(&state, seed);
+  detail::Xxh3Stream state(seed);
   for (std::size_t pos = 0; pos < body.size(); pos += kHashPiece) {
     auto piece = body.subspan(pos, std::min(kHashPiece, body.size() - pos));
     out.write(piece);
-    XXH3_64bits_update(&state, piece.data(), piece.size());
+    state.update(piece.data(), piece.size());
   }
-  return XXH3_64bits_digest(&state);
+  return state.digest();
 }
 
 // Reads exactly dst.size() bytes into dst in pieces, hashing each piece as it lands. False if the
 // source ends first (`got` says how many arrived).
 bool read_hashed(ByteSource& in, std::span<std::byte> dst, uint64_t seed, uint64_t& hash, std::size_t& got) {
-  XXH3_state_t state;
-  // reset_withSeed reads the state's old seed to skip re-deriving the secret: a stack state must be
-  // initialised first, or stale stack bytes can leave a wrong secret in place.
-  XXH3_INITSTATE(&state);
-  XXH3_64bits_reset_withSeed(&state, seed);
+  detail::Xxh3Stream state(seed);
   got = 0;
   while (got < dst.size()) {
     auto piece = dst.subspan(got, std::min(kHashPiece, dst.size() - got));
@@ -219,16 +211,17 @@ bool read_hashed(ByteSource& in, std::span<std::byte> dst, uint64_t seed, uint64
       }
       n += r;
     }
-    XXH3_64bits_update(&state, piece.data(), piece.size());
+    state.update(piece.data(), piece.size());
     got += piece.size();
   }
-  hash = XXH3_64bits_digest(&state);
+  hash = state.digest();
   return true;
 }
 
 void serialize_tensor(std::string_view name, const Tensor& t, ByteSink& out, const SerializeOptions& opt) {
   const std::vector<ChunkPlan> chunks = plan_chunks(t, opt);
   std::string payload;  // strings only
+  std::byte sum[8];
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const ChunkPlan& c = chunks[i];
     const RecordHeader fields = tensor_header_fields(t, i, chunks.size(), c);
@@ -250,7 +243,7 @@ void serialize_tensor(std::string_view name, const Tensor& t, ByteSink& out, con
       // Straight from tensor storage: no copy before the sink.
       body = {t.raw_data() + c.begin * dtype_size(t.dtype()), c.bytes};
     }
-    write_checksum(out, write_hashed(out, body, seed));
+    write_checksum(out, write_hashed(out, body, seed), sum);
     out.end_record();
   }
 }
@@ -303,7 +296,7 @@ std::size_t MemorySource::read(std::span<std::byte> into) {
 }
 
 uint64_t xxh3_64(std::span<const std::byte> bytes, uint64_t seed) noexcept {
-  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
+  return detail::xxh3_64_fast(bytes.data(), bytes.size(), seed);
 }
 
 std::string RecordHeader::key() const { return key_of(name, kind, chunk_index); }
@@ -335,7 +328,8 @@ void serialize_blob(std::string_view name, const Blob& blob, ByteSink& out, cons
   out.begin_record(key_of(name, RecordKind::Object, 0), header.size() + payload.size() + kChecksumSize);
   out.write(as_bytes(header));
   out.write(as_bytes(payload));
-  write_checksum(out, xxh3_64(as_bytes(payload), header_checksum_of(header)));
+  std::byte sum[8];
+  write_checksum(out, xxh3_64(as_bytes(payload), header_checksum_of(header)), sum);
   out.end_record();
 }
 
@@ -497,10 +491,12 @@ void BlobAssembler::add_unchecked(const RecordHeader& h, ByteSource& in) {
 
 namespace {
 
-// Reads `size` payload bytes into a string, growing it as bytes arrive.
-std::string read_payload(ByteSource& in, uint64_t size, const std::string& what) {
+// Reads `size` payload bytes into a string, growing it as bytes arrive. `what()` names the record
+// (called only to build an error message).
+template <class What>
+std::string read_payload(ByteSource& in, uint64_t size, const What& what) {
   if (auto left = in.remaining(); left && *left < size)
-    throw CorruptData(fmt::format("{}: truncated: the payload needs {} bytes, the data has {}", what, size, *left));
+    throw CorruptData(fmt::format("{}: truncated: the payload needs {} bytes, the data has {}", what(), size, *left));
   std::string out;
   while (out.size() < size) {
     const std::size_t old = out.size();
@@ -508,30 +504,33 @@ std::string read_payload(ByteSource& in, uint64_t size, const std::string& what)
     out.resize(old + piece);
     std::size_t got = 0;
     if (!read_full(in, {reinterpret_cast<std::byte*>(out.data()) + old, piece}, got))
-      throw CorruptData(fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what,
+      throw CorruptData(fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what(),
                                     old + got, size));
   }
   return out;
 }
 
-void verify_payload(ByteSource& in, uint64_t computed, const std::string& what) {
+template <class What>
+void verify_payload(ByteSource& in, uint64_t computed, const What& what) {
   std::byte b[8];
   std::size_t got = 0;
   if (!read_full(in, b, got))
-    throw CorruptData(fmt::format("{}: truncated: the data ends {} bytes into the payload checksum", what, got));
+    throw CorruptData(fmt::format("{}: truncated: the data ends {} bytes into the payload checksum", what(), got));
   const uint64_t stored = load_le<uint64_t>(reinterpret_cast<const char*>(b));
   if (stored != computed)
-    throw CorruptData(fmt::format("{}: payload checksum mismatch (stored {}, computed {}): the data is corrupt", what,
+    throw CorruptData(fmt::format("{}: payload checksum mismatch (stored {}, computed {}): the data is corrupt", what(),
                                   hex(stored), hex(computed)));
 }
 
 }  // namespace
 
 void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
-  const std::string what = h.describe();
+  // Formatted only for an error message: a load of many small tensors would otherwise build one
+  // string per record.
+  const auto what = [&h] { return h.describe(); };
   if (first_) {
     if (h.dtype != first_->dtype || h.shape != first_->shape || h.chunk_count != first_->chunk_count)
-      fail(fmt::format("{}: dtype {}, shape {}, {} chunks disagree with an earlier chunk ({}, {}, {} chunks)", what,
+      fail(fmt::format("{}: dtype {}, shape {}, {} chunks disagree with an earlier chunk ({}, {}, {} chunks)", what(),
                        dtype_name(h.dtype), shape_string(h.shape), h.chunk_count, dtype_name(first_->dtype),
                        shape_string(first_->shape), first_->chunk_count));
   } else if (dest_.is_initialized() && !dest_.is_type<Tensor>()) {
@@ -540,33 +539,33 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
   // Shape and ranges.
   uint64_t numel = 1;
   for (int64_t d : h.shape) {
-    if (d < 0) fail(fmt::format("{}: negative dimension in shape {}", what, shape_string(h.shape)));
+    if (d < 0) fail(fmt::format("{}: negative dimension in shape {}", what(), shape_string(h.shape)));
     if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d))
-      fail(fmt::format("{}: shape {} overflows", what, shape_string(h.shape)));
+      fail(fmt::format("{}: shape {} overflows", what(), shape_string(h.shape)));
     numel *= static_cast<uint64_t>(d);
   }
   if (h.dtype == DType::Undefined && numel != 0)
-    fail(fmt::format("{}: a tensor without dtype must be empty, shape is {}", what, shape_string(h.shape)));
+    fail(fmt::format("{}: a tensor without dtype must be empty, shape is {}", what(), shape_string(h.shape)));
   const uint64_t item = h.dtype == DType::String ? sizeof(std::string) : dtype_size(h.dtype);
   // Memory: sizeof(std::string) per string. Stored: strings take at least their 4-byte length.
   const uint64_t stored_item = h.dtype == DType::String ? 4 : item;
   if (item != 0 && numel > options_.max_tensor_bytes / item)
     fail(fmt::format("{}: shape {} of {} needs more than {} bytes; refusing (a corrupt size, or raise "
                      "DeserializeOptions::max_tensor_bytes)",
-                     what, shape_string(h.shape), dtype_name(h.dtype), options_.max_tensor_bytes));
+                     what(), shape_string(h.shape), dtype_name(h.dtype), options_.max_tensor_bytes));
   if (stored_item != 0 && stream_limit_ && numel > *stream_limit_ / stored_item)
-    fail(fmt::format("{}: shape {} of {} needs more bytes than the {} the data holds (truncated or corrupt)", what,
+    fail(fmt::format("{}: shape {} of {} needs more bytes than the {} the data holds (truncated or corrupt)", what(),
                      shape_string(h.shape), dtype_name(h.dtype), *stream_limit_));
   if (h.chunk_count == 0 || h.chunk_count > std::max<uint64_t>(numel, 1) || h.chunk_index >= h.chunk_count)
-    fail(fmt::format("{}: impossible chunk numbering for {} elements", what, numel));
+    fail(fmt::format("{}: impossible chunk numbering for {} elements", what(), numel));
   if (h.elem_begin > numel || h.elem_count > numel - h.elem_begin || (numel > 0 && h.elem_count == 0))
-    fail(fmt::format("{}: element range [{}, +{}) does not fit {} elements", what, h.elem_begin, h.elem_count, numel));
+    fail(fmt::format("{}: element range [{}, +{}) does not fit {} elements", what(), h.elem_begin, h.elem_count, numel));
   if (h.dtype != DType::String && h.payload_size != h.elem_count * item)
-    fail(fmt::format("{}: payload is {} bytes, {} elements of {} need {}", what, h.payload_size, h.elem_count,
+    fail(fmt::format("{}: payload is {} bytes, {} elements of {} need {}", what(), h.payload_size, h.elem_count,
                      dtype_name(h.dtype), h.elem_count * item));
   if (h.dtype == DType::String && (h.elem_count > h.payload_size / 4))
-    fail(fmt::format("{}: payload of {} bytes cannot hold {} strings", what, h.payload_size, h.elem_count));
-  if (!seen_chunks_.insert(h.chunk_index).second) fail(fmt::format("{}: chunk appears twice", what));
+    fail(fmt::format("{}: payload of {} bytes cannot hold {} strings", what(), h.payload_size, h.elem_count));
+  if (!seen_chunks_.insert(h.chunk_index).second) fail(fmt::format("{}: chunk appears twice", what()));
 
   if (!first_) {
     first_ = h;
@@ -585,29 +584,29 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
     auto strings = t.values<std::string>();
     std::size_t pos = 0;
     for (uint64_t e = h.elem_begin; e < h.elem_begin + h.elem_count; ++e) {
-      if (payload.size() - pos < 4) fail(fmt::format("{}: string {} runs past the payload", what, e));
+      if (payload.size() - pos < 4) fail(fmt::format("{}: string {} runs past the payload", what(), e));
       const uint32_t n = load_le<uint32_t>(payload.data() + pos);
       pos += 4;
-      if (payload.size() - pos < n) fail(fmt::format("{}: string {} runs past the payload", what, e));
+      if (payload.size() - pos < n) fail(fmt::format("{}: string {} runs past the payload", what(), e));
       strings[e].assign(payload.data() + pos, n);
       pos += n;
     }
-    if (pos != payload.size()) fail(fmt::format("{}: {} bytes left over after the strings", what, payload.size() - pos));
+    if (pos != payload.size()) fail(fmt::format("{}: {} bytes left over after the strings", what(), payload.size() - pos));
   } else if (h.payload_size > 0) {
     // Straight into the tensor's storage, hashed piece by piece while the bytes are still in cache.
     if (auto left = in.remaining(); left && *left < h.payload_size)
-      fail(fmt::format("{}: truncated: the payload needs {} bytes, the data has {}", what, h.payload_size, *left));
+      fail(fmt::format("{}: truncated: the payload needs {} bytes, the data has {}", what(), h.payload_size, *left));
     std::span<std::byte> dst(t.raw_mutable_data() + h.elem_begin * item, h.payload_size);
     std::size_t got = 0;
     uint64_t hash = 0;
     if (!read_hashed(in, dst, h.header_checksum, hash, got))
-      fail(fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what, got, h.payload_size));
+      fail(fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what(), got, h.payload_size));
     verify_payload(in, hash, what);
     if (h.dtype == DType::Bool) {
       // A bool byte other than 0 or 1 would be undefined behaviour to read.
       for (std::size_t i = 0; i < dst.size(); ++i)
         if (static_cast<uint8_t>(dst[i]) > 1)
-          fail(fmt::format("{}: bool element {} has byte value {}", what, h.elem_begin + i,
+          fail(fmt::format("{}: bool element {} has byte value {}", what(), h.elem_begin + i,
                            static_cast<unsigned>(dst[i])));
     }
   } else {
@@ -637,8 +636,8 @@ void BlobAssembler::add_object(const RecordHeader& h, ByteSource& in) {
   if (h.payload_size > options_.max_object_bytes)
     fail(fmt::format("{}: payload of {} bytes exceeds DeserializeOptions::max_object_bytes ({})", what, h.payload_size,
                      options_.max_object_bytes));
-  const std::string payload = read_payload(in, h.payload_size, what);
-  verify_payload(in, xxh3_64(as_bytes(payload), h.header_checksum), what);
+  const std::string payload = read_payload(in, h.payload_size, [&what] { return what; });
+  verify_payload(in, xxh3_64(as_bytes(payload), h.header_checksum), [&what] { return what; });
   dest_.reset();
   try {
     entry->deserialize(payload, dest_);

@@ -26,6 +26,10 @@ std::string_view to_string(DbMode mode) {
   return "?";
 }
 
+void Cursor::throw_bad_value_range(uint64_t offset, uint64_t n, uint64_t size) {
+  throw RuntimeError(fmt::format("cursor read_value: bytes [{}, +{}) are outside the {}-byte value", offset, n, size));
+}
+
 void DB::verify() {
   // Reading every value makes the backend check whatever checksums it keeps.
   for (auto c = new_cursor(); c->valid(); c->next()) (void)c->value();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +20,10 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "io/xxh3_fast.h"
 
-// Header-only use of xxHash: no link dependency, and the hash inlines into the read/write loops.
+// Header-only use of xxHash for the small hashes (headers, index, chain); record payloads go through
+// io/xxh3_fast.h, which uses the widest vector unit the CPU has.
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -36,7 +39,7 @@ constexpr size_t kRecordHeaderSize = 32;
 constexpr size_t kTrailerSize = 64;
 constexpr size_t kIndexEntryFixed = 20;       // u64 offset, u64 value_len, u32 key_len
 constexpr size_t kWriteBufferSize = 4 << 20;  // sequential writes in 4 MiB pieces
-constexpr size_t kDirectWriteMin = 256 << 10;  // pieces this large skip the buffer (one copy fewer)
+constexpr size_t kDirectWriteMin = 32 << 10;  // pieces this large skip the buffer (one copy fewer)
 constexpr size_t kCopyChunk = 8 << 20;
 
 // All integers are little-endian on disk whatever the host is.
@@ -103,6 +106,49 @@ void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& pat
     buf += got;
     n -= static_cast<size_t>(got);
     off += static_cast<uint64_t>(got);
+  }
+}
+
+// Reads exactly an bytes into a then bn bytes into b from off, with as few preadv() calls as the
+// kernel allows; a short read means the file shrank (truncated).
+void preadv_all(int fd, char* a, size_t an, char* b, size_t bn, uint64_t off, const std::string& path) {
+  while (an + bn > 0) {
+    iovec iov[2] = {{a, an}, {b, bn}};
+    const int first = an > 0 ? 0 : 1;
+    const ssize_t got = ::preadv(fd, iov + first, 2 - first, static_cast<off_t>(off));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw RuntimeError(fmt::format("minidb file '{}': read at offset {} failed: {}", path, off, errno_text(errno)));
+    }
+    if (got == 0) corrupt(path, fmt::format("unexpected end of file at offset {}", off));
+    size_t done = static_cast<size_t>(got);
+    off += done;
+    const size_t to_a = std::min(done, an);
+    a += to_a;
+    an -= to_a;
+    done -= to_a;
+    b += done;
+    bn -= done;
+  }
+}
+
+// Writes a then b with as few writev() calls as the kernel allows.
+void writev_all(int fd, const char* a, size_t an, const char* b, size_t bn, const std::string& path) {
+  while (an + bn > 0) {
+    iovec iov[2] = {{const_cast<char*>(a), an}, {const_cast<char*>(b), bn}};
+    const int first = an > 0 ? 0 : 1;
+    const ssize_t put = ::writev(fd, iov + first, 2 - first);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      throw RuntimeError(fmt::format("minidb file '{}': write failed: {}", path, errno_text(errno)));
+    }
+    size_t done = static_cast<size_t>(put);
+    const size_t from_a = std::min(done, an);
+    a += from_a;
+    an -= from_a;
+    done -= from_a;
+    b += done;
+    bn -= done;
   }
 }
 
@@ -325,20 +371,18 @@ uint64_t scan_records(const MiniFile& f, std::vector<uint64_t>* offsets) {
     const uint64_t payload = uint64_t{h.key_len} + h.value_len;
     if (f.data_end - off - kRecordHeaderSize < payload)
       corrupt(f.path, fmt::format("{} at offset {} runs past the data region", where(), off));
-    XXH3_state_t ps;
-    XXH3_INITSTATE(&ps);
-    XXH3_64bits_reset_withSeed(&ps, off);
+    Xxh3Stream ps(off);
     uint64_t p = off + kRecordHeaderSize;
     uint64_t left = payload;
     while (left > 0) {
       // Pieces bound the pread buffer (and the range populated at once) for values of any size.
       const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, kCopyChunk));
       if (f.map) populate(f, p, chunk, 0, 0);
-      XXH3_64bits_update(&ps, bytes_at(f, p, chunk, scratch), chunk);
+      ps.update(bytes_at(f, p, chunk, scratch), chunk);
       p += chunk;
       left -= chunk;
     }
-    if (XXH3_64bits_digest(&ps) != h.payload_hash)
+    if (ps.digest() != h.payload_hash)
       corrupt(f.path, fmt::format("{} at offset {}: payload checksum mismatch", where(), off));
     if (offsets) offsets->push_back(off);
     off = p;
@@ -367,22 +411,100 @@ class MiniCursor final : public Cursor {
   }
   std::string_view value() override {
     if (!valid()) throw RuntimeError("minidb cursor: value() on an invalid cursor");
-    if (!record_) load();
-    return {record_ + kRecordHeaderSize + f_->index[pos_].key.size(), f_->index[pos_].value_len};
+    if (!record_) load(true);
+    if (!payload_checked_) check_payload();
+    return current_value();
+  }
+  std::string_view value_unhashed() override {
+    if (!valid()) throw RuntimeError("minidb cursor: value_unhashed() on an invalid cursor");
+    if (!record_) load(false);
+    return current_value();
   }
   bool valid() override { return f_ && pos_ < f_->index.size(); }
+  uint64_t value_size() override {
+    if (!valid()) throw RuntimeError("minidb cursor: value_size() on an invalid cursor");
+    return f_->index[pos_].value_len;
+  }
+  // pread straight into dst (one kernel copy, as a plain read() would make; a view into the
+  // mapping would cost mapping the pages and then a copy). The first call for a record reads the
+  // record header, key and the first kPrefix value bytes in one pread and checks them.
+  void read_value(uint64_t offset, std::span<std::byte> dst) override {
+    if (!valid()) throw RuntimeError("minidb cursor: read_value() on an invalid cursor");
+    const IndexEntry& e = f_->index[pos_];
+    if (offset > e.value_len || dst.size() > e.value_len - offset) throw_bad_value_range(offset, dst.size(), e.value_len);
+    if (!prefix_) load_prefix();
+    const uint64_t value_at = e.offset + kRecordHeaderSize + e.key.size();
+    size_t done = 0;
+    if (offset >= cache_off_ && offset < cache_off_ + cache_len_) {
+      done = static_cast<size_t>(std::min<uint64_t>(dst.size(), cache_off_ + cache_len_ - offset));
+      std::memcpy(dst.data(), cache_ + (offset - cache_off_), done);
+    }
+    if (done == dst.size()) return;
+    char* to = reinterpret_cast<char*>(dst.data()) + done;
+    const uint64_t from = offset + done;
+    const uint64_t end = offset + dst.size();
+    const uint64_t rest = e.value_len - end;
+    if (rest > 0 && rest <= kPrefix) {
+      // The few bytes after this range (a blob record's checksum) come along in the same call.
+      preadv_all(f_->fd.get(), to, static_cast<size_t>(end - from), pbuf_.get(), static_cast<size_t>(rest),
+                 value_at + from, f_->path);
+      cache_ = pbuf_.get();
+      cache_off_ = end;
+      cache_len_ = rest;
+    } else {
+      pread_all(f_->fd.get(), to, static_cast<size_t>(end - from), value_at + from, f_->path);
+    }
+  }
 
  private:
+  static constexpr uint64_t kPrefix = 4096;
   void move_to(size_t pos) {
     pos_ = pos;
     record_ = nullptr;
+    payload_checked_ = false;
+    prefix_ = false;
+  }
+  // read_value's first step for a record: header, key and up to kPrefix value bytes, checked as in
+  // load() except for the payload hash (read_value's caller verifies the value bytes).
+  void load_prefix() {
+    const IndexEntry& e = f_->index[pos_];
+    const uint64_t len = kRecordHeaderSize + e.key.size() + std::min<uint64_t>(e.value_len, kPrefix);
+    if (len > pcap_) {
+      pbuf_.reset(new char[len]);
+      pcap_ = len;
+    }
+    pread_all(f_->fd.get(), pbuf_.get(), len, e.offset, f_->path);
+    const auto where = [&] { return record_name(); };
+    const RecordHeader h = parse_record_header(pbuf_.get(), e.offset, where, f_->path);
+    if (h.key_len != e.key.size() || h.value_len != e.value_len)
+      corrupt(f_->path, fmt::format("{} at offset {}: lengths differ from the index", where(), e.offset));
+    if (std::memcmp(pbuf_.get() + kRecordHeaderSize, e.key.data(), e.key.size()) != 0)
+      corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where(), e.offset));
+    cache_ = pbuf_.get() + kRecordHeaderSize + e.key.size();
+    cache_off_ = 0;
+    cache_len_ = len - kRecordHeaderSize - e.key.size();
+    prefix_ = true;
+  }
+  std::string_view current_value() const {
+    return {record_ + kRecordHeaderSize + f_->index[pos_].key.size(), f_->index[pos_].value_len};
+  }
+  std::string record_name() const {
+    return fmt::format("record {} (key '{}')", pos_, printable_key(f_->index[pos_].key));
+  }
+  // The payload (key + value) checksum of the loaded record.
+  void check_payload() {
+    const IndexEntry& e = f_->index[pos_];
+    if (xxh3_64_fast(record_ + kRecordHeaderSize, e.key.size() + e.value_len, e.offset) != payload_hash_)
+      corrupt(f_->path, fmt::format("{} at offset {}: payload checksum mismatch", record_name(), e.offset));
+    payload_checked_ = true;
   }
   // The whole record (header, key, value) in memory, then every check: a record is never returned
-  // unverified. Mapped file: the record is checked where it lies in the mapping and the view points
-  // there (no copy); otherwise one pread into a per-cursor buffer.
-  void load() {
+  // unverified (with hash_payload false, the caller checks the value bytes: value_unhashed()).
+  // Mapped file: the record is checked where it lies in the mapping and the view points there (no
+  // copy); otherwise one pread into a per-cursor buffer.
+  void load(bool hash_payload) {
     const IndexEntry& e = f_->index[pos_];
-    const auto where = [&] { return fmt::format("record {} (key '{}')", pos_, printable_key(e.key)); };
+    const auto where = [&] { return record_name(); };
     const uint64_t total = kRecordHeaderSize + e.key.size() + e.value_len;  // inside the file: checked at open
     const char* rec = nullptr;
     if (f_->map) {
@@ -403,19 +525,34 @@ class MiniCursor final : public Cursor {
     const RecordHeader h = parse_record_header(rec, e.offset, where, f_->path);
     if (h.key_len != e.key.size() || h.value_len != e.value_len)
       corrupt(f_->path, fmt::format("{} at offset {}: lengths differ from the index", where(), e.offset));
-    const char* payload = rec + kRecordHeaderSize;
-    if (XXH3_64bits_withSeed(payload, e.key.size() + e.value_len, e.offset) != h.payload_hash)
-      corrupt(f_->path, fmt::format("{} at offset {}: payload checksum mismatch", where(), e.offset));
-    if (std::memcmp(payload, e.key.data(), e.key.size()) != 0)
-      corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where(), e.offset));
     record_ = rec;
+    payload_hash_ = h.payload_hash;
+    payload_checked_ = false;
+    try {
+      if (hash_payload) check_payload();
+      if (std::memcmp(rec + kRecordHeaderSize, e.key.data(), e.key.size()) != 0)
+        corrupt(f_->path, fmt::format("{} at offset {}: key differs from the index", where(), e.offset));
+    } catch (...) {
+      record_ = nullptr;  // a failed record is never handed out by a later call
+      throw;
+    }
   }
 
   std::shared_ptr<const MiniFile> f_;
   size_t pos_ = 0;
-  const char* record_ = nullptr;  // the verified current record (mapping or buf_); null until loaded
+  const char* record_ = nullptr;  // the checked current record (mapping or buf_); null until loaded
+  uint64_t payload_hash_ = 0;     // from record_'s header
+  bool payload_checked_ = false;  // whether record_'s payload checksum was verified
   std::unique_ptr<char[]> buf_;
   uint64_t cap_ = 0;
+  // read_value: the current record's header and key were checked; value bytes
+  // [cache_off_, cache_off_ + cache_len_) are at cache_ (inside pbuf_, capacity pcap_).
+  bool prefix_ = false;
+  std::unique_ptr<char[]> pbuf_;
+  uint64_t pcap_ = 0;
+  const char* cache_ = nullptr;
+  uint64_t cache_off_ = 0;
+  uint64_t cache_len_ = 0;
 };
 
 // Where a committed key's record lives.
@@ -462,27 +599,29 @@ class MiniWriter {
   bool closed() const { return closed_; }
   bool txn_live = false;
 
-  void put(std::string_view key, std::string_view value, std::map<std::string, Loc, std::less<>>& pending) {
+  void put(std::string_view key, std::span<const std::string_view> pieces,
+           std::map<std::string, Loc, std::less<>>& pending) {
     check_open();
     if (key.size() > UINT32_MAX) throw InvalidInput(fmt::format("minidb '{}': key longer than 4 GiB", path_));
     if (!fd_) reopen_after_publish();
     const uint64_t offset = pos_;
     char h[kRecordHeaderSize];
     put_u32(h, kRecordMagic);
+    uint64_t value_size = 0;
+    for (std::string_view p : pieces) value_size += p.size();
     put_u32(h + 4, static_cast<uint32_t>(key.size()));
-    put_u64(h + 8, value.size());
-    XXH3_state_t ps;
-    XXH3_INITSTATE(&ps);  // reset_withSeed trusts the state's old seed: stale stack bytes could skip the secret
-    XXH3_64bits_reset_withSeed(&ps, offset);
-    XXH3_64bits_update(&ps, key.data(), key.size());
-    XXH3_64bits_update(&ps, value.data(), value.size());
-    put_u64(h + 16, XXH3_64bits_digest(&ps));
+    put_u64(h + 8, value_size);
+    Xxh3Stream ps(offset);
+    ps.update(key.data(), key.size());
+    for (std::string_view p : pieces) ps.update(p.data(), p.size());
+    put_u64(h + 16, ps.digest());
     put_u64(h + 24, hash_header(h, 24, offset));
     XXH3_64bits_update(state_.get(), h, kRecordHeaderSize);
     append(h, kRecordHeaderSize);
     append(key.data(), key.size());
-    append(value.data(), value.size());
-    pending[std::string(key)] = Loc{offset, value.size()};
+    for (std::string_view p : pieces) append(p.data(), p.size());
+    auto [it, fresh] = pending.try_emplace(std::string(key), Loc{offset, value_size});
+    if (!fresh) it->second = Loc{offset, value_size};
   }
 
   void commit(std::map<std::string, Loc, std::less<>>& pending) {
@@ -597,21 +736,18 @@ class MiniWriter {
     published_fd_.reset();
   }
 
-  // Buffered sequential append. Pieces of kDirectWriteMin or more go straight to write() (after
-  // what is buffered): copying them into the buffer first would be a second pass over the bytes,
-  // and one write() per 256 KiB costs little.
+  // Buffered sequential append. Pieces of kDirectWriteMin or more go to the kernel from where they
+  // are, in one writev() with what is buffered: copying them into the buffer first would be a
+  // second pass over the bytes, and one system call per 32 KiB or more costs little.
   void append(const char* p, size_t n) {
     pos_ += n;
-    if (n < kDirectWriteMin && buf_.size() + n <= kWriteBufferSize) {
-      buf_.append(p, n);
+    if (n >= kDirectWriteMin) {
+      writev_all(fd_.get(), buf_.data(), buf_.size(), p, n, tmp_path_);
+      buf_.clear();
       return;
     }
-    flush();
-    if (n >= kDirectWriteMin) {
-      write_all(fd_.get(), p, n, tmp_path_);
-    } else {
-      buf_.append(p, n);
-    }
+    if (buf_.size() + n > kWriteBufferSize) flush();
+    buf_.append(p, n);
   }
 
   void flush() {
@@ -678,7 +814,12 @@ class MiniTransaction final : public Transaction {
  public:
   explicit MiniTransaction(std::shared_ptr<MiniWriter> w) : w_(std::move(w)) { w_->txn_live = true; }
   ~MiniTransaction() override { w_->txn_live = false; }
-  void put(std::string_view key, std::string_view value) override { w_->put(key, value, pending_); }
+  void put(std::string_view key, std::string_view value) override {
+    w_->put(key, std::span<const std::string_view>(&value, 1), pending_);
+  }
+  void put_pieces(std::string_view key, std::span<const std::string_view> pieces) override {
+    w_->put(key, pieces, pending_);
+  }
   void commit() override { w_->commit(pending_); }
 
  private:

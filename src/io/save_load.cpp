@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "moka/core/blob.h"
 #include "moka/core/error.h"
@@ -43,38 +46,53 @@ auto with_context(const std::string& where, F&& f) {
   }
 }
 
-// A ByteSink that turns each record serialize_blob produces into one put() of a transaction.
-// Only the record being written is buffered (its size is known up front, so one allocation
-// that is reused for every later record that fits).
+// A ByteSink that turns each record serialize_blob produces into one put_pieces() of a
+// transaction. serialize_blob keeps the spans it writes valid until end_record(), so the sink only
+// keeps views (the tensor bytes are read in place, never copied into a record string).
 class TransactionSink final : public ByteSink {
  public:
   explicit TransactionSink(Transaction& txn) : txn_(txn) {}
-  void begin_record(std::string_view key, uint64_t size) override {
+  void begin_record(std::string_view key, uint64_t) override {
     key_.assign(key);
-    value_.clear();
-    value_.reserve(static_cast<std::size_t>(size));
+    pieces_.clear();
   }
   void write(std::span<const std::byte> bytes) override {
-    value_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (bytes.empty()) return;
+    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
   void end_record() override {
-    txn_.put(key_, value_);
-    bytes_ += value_.size();
-    ++records_;
+    txn_.put_pieces(key_, pieces_);
+    for (std::string_view p : pieces_) bytes_ += p.size();
+    pieces_.clear();
   }
   uint64_t bytes() const noexcept { return bytes_; }
-  // Frees the buffer (it can be as large as one chunk).
-  void release() {
-    value_.clear();
-    value_.shrink_to_fit();
-  }
 
  private:
   Transaction& txn_;
   std::string key_;
-  std::string value_;
+  std::vector<std::string_view> pieces_;
   uint64_t bytes_ = 0;
-  uint64_t records_ = 0;
+};
+
+// The current value of a cursor as a ByteSource: the assembler's reads go through
+// Cursor::read_value, so a tensor chunk lands in tensor storage straight from the DB file.
+class CursorValueSource final : public ByteSource {
+ public:
+  explicit CursorValueSource(Cursor& c) : c_(c), size_(c.value_size()) {}
+  std::size_t read(std::span<std::byte> into) override {
+    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(into.size(), size_ - pos_));
+    if (n > 0) c_.read_value(pos_, into.first(n));
+    pos_ += n;
+    return n;
+  }
+  std::optional<uint64_t> remaining() const override { return size_ - pos_; }
+  uint64_t size() const noexcept { return size_; }
+  uint64_t position() const noexcept { return pos_; }
+
+ private:
+  Cursor& c_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
 };
 
 // Fails before the DB is opened (which, in New mode, may already replace an existing DB) when a
@@ -189,7 +207,6 @@ SaveLoadStats save_bound_blobs(const SaveSpec& spec, const std::string& path, co
         throw;
       }
     }
-    sink.release();
     // One commit for the whole save: readers see all blobs or (for a new DB) none.
     txn->commit();
     txn.reset();
@@ -253,9 +270,13 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
             p.assembler = std::make_unique<BlobAssembler>(*p.blob);
           }
           try {
-            const std::string_view value = cursor->value();
-            stats.bytes += value.size();
-            MemorySource src(value);
+            // Every byte of a blob record is under its own checksums (header checksum, payload
+            // checksum seeded by it; bytes after the record are refused below), all verified
+            // before the blob counts as loaded: the DB's hash over the same bytes would be a
+            // second pass over the data for no extra detection. So the value is read with
+            // read_value (checked like value_unhashed), straight into the tensor.
+            CursorValueSource src(*cursor);
+            stats.bytes += src.size();
             const RecordHeader h = read_record_header(src, "record header");
             const bool tensor = h.kind == RecordKind::TensorChunk;
             if (p.assembler->complete())
@@ -273,8 +294,8 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
             }
             ++p.chunks_read;
             p.assembler->add(h, src);
-            if (src.position() != value.size())
-              throw CorruptData(fmt::format("{} unexpected bytes after the record", value.size() - src.position()));
+            if (src.position() != src.size())
+              throw CorruptData(fmt::format("{} unexpected bytes after the record", src.size() - src.position()));
           } catch (Error& e) {
             p.blob->reset();
             e.add_context(fmt::format("key \"{}\"", detail::printable_key(db_key)));

@@ -46,6 +46,9 @@ inline constexpr std::string_view kTreeCursorTypeName = "moka.TreeCursor";
 /// ("w#%0", "w#%1", ... for tensor chunks, "w" for other blobs), so a DB sink can put each record
 /// as its own key/value pair, while a file sink just appends the bytes.
 /// Tensor payloads are passed straight from tensor storage, in spans as large as a chunk.
+/// serialize_blob keeps every span it passes to write() valid and unchanged until the record's
+/// end_record() returns, so a sink may keep views of the pieces instead of copying them
+/// (save_blobs' sink hands them to Transaction::put_pieces).
 /// Thread-safety: a sink is used by one thread at a time.
 class ByteSink {
  public:

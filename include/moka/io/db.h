@@ -2,8 +2,12 @@
 // Transaction, the db_type registry (minidb, leveldb, lmdb) and db_exists. Formats: docs/db-backends.md.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,8 +49,34 @@ class Cursor {
   virtual std::string_view key() = 0;
   /// @brief The current value (read and verified on first access for minidb); requires valid().
   virtual std::string_view value() = 0;
+  /// @brief The current value, checked like value() except that the backend may leave out the
+  /// checksum over the value bytes themselves; requires valid().
+  ///
+  /// Only for callers whose values carry their own checksum over every byte and who verify it
+  /// before the data is used (load_blobs: a blob record's header and payload checksums cover all
+  /// of it, and bytes after the record are rejected). It saves a pass over the data. minidb still
+  /// checks the record header, the lengths and the key; other backends return value().
+  virtual std::string_view value_unhashed() { return value(); }
+  /// @brief Size of the current value; requires valid().
+  virtual uint64_t value_size() { return value_unhashed().size(); }
+  /// @brief Copies value bytes [offset, offset + dst.size()) into dst, checked like
+  /// value_unhashed() (the caller verifies the value bytes); requires valid() and a range inside
+  /// the value (RuntimeError otherwise).
+  ///
+  /// Lets a caller read a large value straight into its destination: minidb reads the file into
+  /// dst (pread, as a plain read() would) instead of handing out a view that must then be copied.
+  virtual void read_value(uint64_t offset, std::span<std::byte> dst) {
+    const std::string_view v = value_unhashed();
+    if (offset > v.size() || dst.size() > v.size() - offset)
+      throw_bad_value_range(offset, dst.size(), v.size());
+    if (!dst.empty()) std::memcpy(dst.data(), v.data() + offset, dst.size());
+  }
   /// @brief Whether the cursor is positioned at an entry.
   virtual bool valid() = 0;
+
+ protected:
+  /// RuntimeError for a read_value range outside the value.
+  [[noreturn]] static void throw_bad_value_range(uint64_t offset, uint64_t n, uint64_t size);
 };
 
 /// @brief A batch of writes that becomes durable and visible atomically on commit()
@@ -61,6 +91,18 @@ class Transaction {
   virtual ~Transaction() = default;
   /// @brief Stages key -> value (both arbitrary bytes; see docs/db-backends.md for key limits).
   virtual void put(std::string_view key, std::string_view value) = 0;
+  /// @brief put(key, the concatenation of `pieces`), without the caller joining the pieces first
+  /// (save_blobs passes a record's header, the tensor bytes in place and the checksum). The pieces
+  /// are read during the call only. minidb writes them without an intermediate copy; the default
+  /// joins them and calls put().
+  virtual void put_pieces(std::string_view key, std::span<const std::string_view> pieces) {
+    std::size_t n = 0;
+    for (std::string_view p : pieces) n += p.size();
+    std::string value;
+    value.reserve(n);
+    for (std::string_view p : pieces) value.append(p);
+    put(key, value);
+  }
   /// @brief Makes the staged puts durable and visible (fsync'ed; minidb: atomic rename).
   virtual void commit() = 0;
 };
