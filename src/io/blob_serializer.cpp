@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
@@ -195,9 +196,26 @@ uint64_t write_hashed(ByteSink& out, std::span<const std::byte> body, uint64_t s
   return state.digest();
 }
 
+// Reads exactly into.size() bytes; false if the source ends first (`got` says how many arrived).
+bool read_full(ByteSource& in, std::span<std::byte> into, std::size_t& got) {
+  got = 0;
+  while (got < into.size()) {
+    const std::size_t n = in.read(into.subspan(got));
+    if (n == 0) return false;
+    got += n;
+  }
+  return true;
+}
+
 // Reads exactly dst.size() bytes into dst in pieces, hashing each piece as it lands. False if the
 // source ends first (`got` says how many arrived).
 bool read_hashed(ByteSource& in, std::span<std::byte> dst, uint64_t seed, uint64_t& hash, std::size_t& got) {
+  if (dst.size() <= kHashPiece) {
+    // One piece: the one-shot hash, without a streaming state to set up.
+    if (!read_full(in, dst, got)) return false;
+    hash = xxh3_64(dst, seed);
+    return true;
+  }
   detail::Xxh3Stream state(seed);
   got = 0;
   while (got < dst.size()) {
@@ -265,17 +283,6 @@ std::shared_ptr<const BlobSerializerRegistry::Entry> entry_for(std::string_view 
   auto entry = BlobSerializerRegistry::global().find(blob.type());
   if (!entry) throw_no_serializer(name, blob);
   return entry;
-}
-
-// Reads exactly into.size() bytes; false if the source ends first (`got` says how many arrived).
-bool read_full(ByteSource& in, std::span<std::byte> into, std::size_t& got) {
-  got = 0;
-  while (got < into.size()) {
-    const std::size_t n = in.read(into.subspan(got));
-    if (n == 0) return false;
-    got += n;
-  }
-  return true;
 }
 
 }  // namespace
@@ -361,37 +368,43 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
   auto corrupt = [&](const std::string& what) -> CorruptData {
     return CorruptData(fmt::format("{}: {}", where, what));
   };
-  std::string buf(kFixedHeaderSize, '\0');
+  // Typical headers (a name, a type name, a few dimensions) fit on the stack: no allocation per record.
+  char small[512];
+  std::unique_ptr<char[]> large;
+  char* buf = small;
   std::size_t got = 0;
-  if (!read_full(in, {reinterpret_cast<std::byte*>(buf.data()), buf.size()}, got))
+  if (!read_full(in, {reinterpret_cast<std::byte*>(buf), kFixedHeaderSize}, got))
     throw corrupt(got == 0 ? "no record: the data ends here (truncated?)"
                            : fmt::format("truncated: the data ends {} bytes into a record header", got));
-  if (std::string_view(buf.data(), 4) != kBlobRecordMagic)
+  if (std::string_view(buf, 4) != kBlobRecordMagic)
     throw corrupt(fmt::format("bad magic {:02x} {:02x} {:02x} {:02x} (expected \"MKBR\"): not a moka blob record",
                               static_cast<uint8_t>(buf[0]), static_cast<uint8_t>(buf[1]),
                               static_cast<uint8_t>(buf[2]), static_cast<uint8_t>(buf[3])));
-  const uint16_t version = load_le<uint16_t>(buf.data() + 4);
+  const uint16_t version = load_le<uint16_t>(buf + 4);
   if (version == 0 || version > kBlobFormatVersion)
     throw corrupt(fmt::format("unsupported format version {} (this build reads versions 1 to {})", version,
                               kBlobFormatVersion));
   RecordHeader h;
   const uint8_t kind = static_cast<uint8_t>(buf[6]);
   const uint8_t flags = static_cast<uint8_t>(buf[7]);
-  h.header_size = load_le<uint32_t>(buf.data() + 8);
-  h.payload_size = load_le<uint64_t>(buf.data() + 12);
+  h.header_size = load_le<uint32_t>(buf + 8);
+  h.payload_size = load_le<uint64_t>(buf + 12);
   if (h.header_size < kFixedHeaderSize + 8 + kChecksumSize || h.header_size > kMaxHeaderSize)
     throw corrupt(fmt::format("header size {} out of range [{}, {}]", h.header_size,
                               kFixedHeaderSize + 8 + kChecksumSize, kMaxHeaderSize));
   if (auto left = in.remaining(); left && *left < h.header_size - kFixedHeaderSize)
     throw corrupt(fmt::format("truncated: the header needs {} more bytes, the data has {}",
                               h.header_size - kFixedHeaderSize, *left));
-  buf.resize(h.header_size);
-  if (!read_full(in, {reinterpret_cast<std::byte*>(buf.data()) + kFixedHeaderSize, h.header_size - kFixedHeaderSize},
-                 got))
+  if (h.header_size > sizeof(small)) {
+    large = std::make_unique<char[]>(h.header_size);
+    std::memcpy(large.get(), small, kFixedHeaderSize);
+    buf = large.get();
+  }
+  if (!read_full(in, {reinterpret_cast<std::byte*>(buf) + kFixedHeaderSize, h.header_size - kFixedHeaderSize}, got))
     throw corrupt(fmt::format("truncated: the data ends {} bytes into a {}-byte record header",
                               kFixedHeaderSize + got, h.header_size));
-  h.header_checksum = load_le<uint64_t>(buf.data() + h.header_size - kChecksumSize);
-  const uint64_t computed = xxh3_64(as_bytes(std::string_view(buf.data(), h.header_size - kChecksumSize)));
+  h.header_checksum = load_le<uint64_t>(buf + h.header_size - kChecksumSize);
+  const uint64_t computed = xxh3_64(as_bytes(std::string_view(buf, h.header_size - kChecksumSize)));
   if (computed != h.header_checksum)
     throw corrupt(fmt::format("header checksum mismatch (stored {}, computed {}): the record header is corrupt",
                               hex(h.header_checksum), hex(computed)));
@@ -401,7 +414,7 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
   if (flags != 0) throw corrupt(fmt::format("unsupported flags {:#04x} (version 1 defines none)", flags));
   h.kind = static_cast<RecordKind>(kind);
 
-  const std::string_view body(buf.data() + kFixedHeaderSize, h.header_size - kFixedHeaderSize - kChecksumSize);
+  const std::string_view body(buf + kFixedHeaderSize, h.header_size - kFixedHeaderSize - kChecksumSize);
   std::size_t pos = 0;
   auto need = [&](std::size_t n) {
     if (body.size() - pos < n) throw corrupt("header fields run past the header size");
@@ -427,14 +440,15 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
   };
   h.name = text();
   h.type_name = text();
-  const std::string where_blob = fmt::format("{} (blob \"{}\")", where, h.name);
+  // Formatted only for a message (a load of many small blobs would otherwise format once per record).
+  const auto where_blob = [&] { return fmt::format("{} (blob \"{}\")", where, h.name); };
   if (h.kind == RecordKind::TensorChunk) {
     if (h.type_name != kTensorTypeName)
-      throw CorruptData(fmt::format("{}: tensor chunk with type name \"{}\"", where_blob, h.type_name));
+      throw CorruptData(fmt::format("{}: tensor chunk with type name \"{}\"", where_blob(), h.type_name));
     const int32_t code = static_cast<int32_t>(u32());
     const auto dtype = dtype_from_code(code);
     if (!dtype && code != 0)
-      throw CorruptData(fmt::format("{}: unknown dtype code {}", where_blob, describe_dtype_code(code)));
+      throw CorruptData(fmt::format("{}: unknown dtype code {}", where_blob(), describe_dtype_code(code)));
     h.dtype = dtype.value_or(DType::Undefined);
     const uint32_t ndim = u32();
     need(std::size_t{ndim} * 8);
@@ -446,7 +460,7 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
     h.elem_count = u64();
   }
   if (pos != body.size())
-    throw CorruptData(fmt::format("{}: {} unexpected bytes at the end of the header", where_blob, body.size() - pos));
+    throw CorruptData(fmt::format("{}: {} unexpected bytes at the end of the header", where_blob(), body.size() - pos));
   return h;
 }
 
@@ -565,7 +579,9 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
                      dtype_name(h.dtype), h.elem_count * item));
   if (h.dtype == DType::String && (h.elem_count > h.payload_size / 4))
     fail(fmt::format("{}: payload of {} bytes cannot hold {} strings", what(), h.payload_size, h.elem_count));
-  if (!seen_chunks_.insert(h.chunk_index).second) fail(fmt::format("{}: chunk appears twice", what()));
+  // A blob of one chunk (most blobs) needs no set: a second record of it finds the blob complete.
+  if (h.chunk_count > 1 && !seen_chunks_.insert(h.chunk_index).second)
+    fail(fmt::format("{}: chunk appears twice", what()));
 
   if (!first_) {
     first_ = h;
@@ -612,8 +628,17 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
   } else {
     verify_payload(in, xxh3_64({}, h.header_checksum), what);
   }
-  ranges_.emplace_back(h.elem_begin, h.elem_count);
   elems_seen_ += h.elem_count;
+  if (h.chunk_count == 1) {
+    // The only chunk must cover every element (the check below, without the bookkeeping).
+    if (h.elem_begin != 0)
+      fail(fmt::format("blob \"{}\": chunk element ranges overlap or leave a gap at element 0", h.name));
+    if (h.elem_count != numel)
+      fail(fmt::format("blob \"{}\": chunks cover {} of {} elements", h.name, h.elem_count, numel));
+    complete_ = true;
+    return;
+  }
+  ranges_.emplace_back(h.elem_begin, h.elem_count);
   if (seen_chunks_.size() == h.chunk_count) {
     // Every index arrived: the ranges must tile [0, numel) exactly, without overlap or gap.
     std::sort(ranges_.begin(), ranges_.end());

@@ -109,26 +109,27 @@ void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& pat
   }
 }
 
-// Reads exactly an bytes into a then bn bytes into b from off, with as few preadv() calls as the
-// kernel allows; a short read means the file shrank (truncated).
-void preadv_all(int fd, char* a, size_t an, char* b, size_t bn, uint64_t off, const std::string& path) {
-  while (an + bn > 0) {
-    iovec iov[2] = {{a, an}, {b, bn}};
-    const int first = an > 0 ? 0 : 1;
-    const ssize_t got = ::preadv(fd, iov + first, 2 - first, static_cast<off_t>(off));
+// Reads exactly iov[i].iov_len bytes into each iov[i] from off, with as few preadv() calls as the
+// kernel allows (updates iov as bytes arrive); a short read means the file shrank (truncated).
+void preadv_all(int fd, iovec* iov, int n, uint64_t off, const std::string& path) {
+  while (n > 0 && iov->iov_len == 0) ++iov, --n;
+  while (n > 0) {
+    const ssize_t got = ::preadv(fd, iov, n, static_cast<off_t>(off));
     if (got < 0) {
       if (errno == EINTR) continue;
       throw RuntimeError(fmt::format("minidb file '{}': read at offset {} failed: {}", path, off, errno_text(errno)));
     }
     if (got == 0) corrupt(path, fmt::format("unexpected end of file at offset {}", off));
+    off += static_cast<uint64_t>(got);
     size_t done = static_cast<size_t>(got);
-    off += done;
-    const size_t to_a = std::min(done, an);
-    a += to_a;
-    an -= to_a;
-    done -= to_a;
-    b += done;
-    bn -= done;
+    while (n > 0 && done >= iov->iov_len) {
+      done -= iov->iov_len;
+      ++iov, --n;
+    }
+    if (n > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + done;
+      iov->iov_len -= done;
+    }
   }
 }
 
@@ -444,10 +445,29 @@ class MiniCursor final : public Cursor {
     const uint64_t from = offset + done;
     const uint64_t end = offset + dst.size();
     const uint64_t rest = e.value_len - end;
-    if (rest > 0 && rest <= kPrefix) {
-      // The few bytes after this range (a blob record's checksum) come along in the same call.
-      preadv_all(f_->fd.get(), to, static_cast<size_t>(end - from), pbuf_.get(), static_cast<size_t>(rest),
-                 value_at + from, f_->path);
+    if (rest <= kPrefix) {
+      // The read reaches the record's end (or all but a few bytes of it: a blob record's checksum,
+      // which comes along into pbuf_). When the next record in key order starts right there, as
+      // it does in a file written in key order, its header, key and value prefix come along too
+      // (into nbuf_), so that a load of many records makes one system call per record, as a
+      // plain read() of each would.
+      iovec iov[3] = {{to, static_cast<size_t>(end - from)}, {pbuf_.get(), static_cast<size_t>(rest)}, {nullptr, 0}};
+      const size_t nx = pos_ + 1;
+      bool prefetch = false;
+      const uint64_t record_end = value_at + e.value_len;
+      if (nx < f_->index.size() && f_->index[nx].offset == record_end) {
+        const IndexEntry& n = f_->index[nx];
+        const uint64_t nlen = kRecordHeaderSize + n.key.size() + std::min<uint64_t>(n.value_len, kPrefix);
+        if (nlen > ncap_) {
+          nbuf_.reset(new char[nlen]);
+          ncap_ = nlen;
+        }
+        iov[2] = {nbuf_.get(), static_cast<size_t>(nlen)};
+        prefetch = true;
+      }
+      prefetched_ = kNone;  // nbuf_ may be overwritten; it is valid again only once the read completed
+      preadv_all(f_->fd.get(), iov, 3, value_at + from, f_->path);
+      if (prefetch) prefetched_ = nx;
       cache_ = pbuf_.get();
       cache_off_ = end;
       cache_len_ = rest;
@@ -458,6 +478,7 @@ class MiniCursor final : public Cursor {
 
  private:
   static constexpr uint64_t kPrefix = 4096;
+  static constexpr size_t kNone = static_cast<size_t>(-1);
   void move_to(size_t pos) {
     pos_ = pos;
     record_ = nullptr;
@@ -469,11 +490,18 @@ class MiniCursor final : public Cursor {
   void load_prefix() {
     const IndexEntry& e = f_->index[pos_];
     const uint64_t len = kRecordHeaderSize + e.key.size() + std::min<uint64_t>(e.value_len, kPrefix);
-    if (len > pcap_) {
-      pbuf_.reset(new char[len]);
-      pcap_ = len;
+    if (prefetched_ == pos_) {
+      // The previous record's last read brought these bytes along (same length: same index entry).
+      std::swap(pbuf_, nbuf_);
+      std::swap(pcap_, ncap_);
+      prefetched_ = kNone;
+    } else {
+      if (len > pcap_) {
+        pbuf_.reset(new char[len]);
+        pcap_ = len;
+      }
+      pread_all(f_->fd.get(), pbuf_.get(), len, e.offset, f_->path);
     }
-    pread_all(f_->fd.get(), pbuf_.get(), len, e.offset, f_->path);
     const auto where = [&] { return record_name(); };
     const RecordHeader h = parse_record_header(pbuf_.get(), e.offset, where, f_->path);
     if (h.key_len != e.key.size() || h.value_len != e.value_len)
@@ -553,6 +581,11 @@ class MiniCursor final : public Cursor {
   const char* cache_ = nullptr;
   uint64_t cache_off_ = 0;
   uint64_t cache_len_ = 0;
+  // Header, key and value prefix of record prefetched_ (index position; kNone: none), read along
+  // with the end of the record before it; load_prefix takes them instead of reading again.
+  std::unique_ptr<char[]> nbuf_;
+  uint64_t ncap_ = 0;
+  size_t prefetched_ = kNone;
 };
 
 // Where a committed key's record lives.

@@ -6,7 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -25,11 +26,19 @@ namespace moka {
 namespace {
 
 // Caffe2's prefix stripping (load_save_op.h): everything up to and including the first occurrence.
-std::string strip(const std::string& name, const std::string& prefix) {
+std::string_view strip(std::string_view name, std::string_view prefix) {
   if (prefix.empty()) return name;
   const auto pos = name.find(prefix);
-  return pos == std::string::npos ? name : name.substr(pos + prefix.size());
+  return pos == std::string_view::npos ? name : name.substr(pos + prefix.size());
 }
+
+// Hashes string and string_view alike, so that a blob name taken from a DB key (a view) is looked
+// up without building a string for every record.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using NameIndex = std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>>;
 
 std::string where_db(std::string_view verb, const std::string& db_type, const std::string& path) {
   return fmt::format("{} {} db \"{}\"", verb, db_type, path);
@@ -114,9 +123,11 @@ uint64_t numel_of(const std::vector<int64_t>& shape) {
 }
 
 // What Load knows about one blob being assembled (Caffe2's BlobState, plus the assembler).
+// Started once `blob` is set (its first record was seen).
 struct Pending {
+  const std::string* name = nullptr;  // the blob name after prefix rules (owned by the name index)
   Blob* blob = nullptr;
-  std::unique_ptr<BlobAssembler> assembler;
+  std::optional<BlobAssembler> assembler;
   std::size_t db_index = 0;
   bool is_tensor = false;
   uint64_t total = 0;  // elements expected (tensors)
@@ -147,8 +158,8 @@ std::vector<std::string> save_stored_names(const SaveSpec& spec) {
   names.reserve(spec.blob_names.size());
   std::set<std::string> seen;
   for (std::size_t i = 0; i < spec.blob_names.size(); ++i) {
-    std::string name =
-        spec.blob_name_overrides.empty() ? strip(spec.blob_names[i], spec.strip_prefix) : spec.blob_name_overrides[i];
+    std::string name = spec.blob_name_overrides.empty() ? std::string(strip(spec.blob_names[i], spec.strip_prefix))
+                                                        : spec.blob_name_overrides[i];
     if (name.empty())
       throw InvalidInput(fmt::format("blob \"{}\" would be stored under an empty name", spec.blob_names[i]));
     // Caffe2 checks this only without overrides; duplicated overrides would silently overwrite a
@@ -229,21 +240,26 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
           fmt::format("load: {} output blobs bound for {} names", outputs.size(), spec.blob_names.size()));
   });
 
-  // Requested stored name (after prefix rules) -> output index.
-  std::unordered_map<std::string, std::size_t> wanted;
+  // Requested stored name (after prefix rules) -> output index, which is also the index of its
+  // Pending. With load_all, every name met gets the next Pending. A deque never moves its elements.
+  NameIndex by_name;
+  std::deque<Pending> pending;
   if (!spec.load_all) {
     const auto& names = spec.source_blob_names.empty() ? spec.blob_names : spec.source_blob_names;
-    for (std::size_t i = 0; i < names.size(); ++i) wanted.emplace(names[i], i);
+    by_name.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) by_name.emplace(names[i], i);
+    pending.resize(names.size());
+    for (const auto& [name, i] : by_name) pending[i].name = &name;
   }
-
-  std::map<std::string, Pending> pending;  // by blob name (key after prefix rules)
   SaveLoadStats stats;
   std::size_t loaded = 0;
   // On error, a blob whose chunks did not all arrive is emptied: never partly loaded.
   auto reset_incomplete = [&] {
-    for (auto& [name, p] : pending)
-      if (p.assembler == nullptr || !p.assembler->complete()) p.blob->reset();
+    for (auto& p : pending)
+      if (p.blob != nullptr && (!p.assembler || !p.assembler->complete())) p.blob->reset();
   };
+  const bool prefixed = !spec.add_prefix.empty() || !spec.strip_prefix.empty();
+  std::string renamed;  // the blob name after prefix rules, when they change it (reused)
 
   try {
     for (std::size_t d = 0; d < paths.size(); ++d) {
@@ -252,22 +268,28 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
         auto db = open_db(spec.db_type, path, DbMode::Read);
         for (auto cursor = db->new_cursor(); cursor->valid(); cursor->next()) {
           const std::string_view db_key = cursor->key();
-          const std::string key = spec.add_prefix + strip(std::string(blob_name_from_key(db_key)), spec.strip_prefix);
-          auto w = wanted.end();
-          if (!spec.load_all) {
-            w = wanted.find(key);
-            if (w == wanted.end()) continue;  // not requested: its value is never read
+          std::string_view key = blob_name_from_key(db_key);
+          if (prefixed) {
+            renamed.assign(spec.add_prefix);
+            renamed.append(strip(key, spec.strip_prefix));
+            key = renamed;
           }
-          auto [it, fresh] = pending.try_emplace(key);
-          Pending& p = it->second;
+          auto w = by_name.find(key);
+          if (w == by_name.end()) {
+            if (!spec.load_all) continue;  // not requested: its value is never read
+            w = by_name.emplace(std::string(key), pending.size()).first;
+            pending.emplace_back().name = &w->first;
+          }
+          Pending& p = pending[w->second];
+          const bool fresh = p.blob == nullptr;
           if (!fresh && p.db_index != d) throw InvalidInput(fmt::format("Duplicate Key {} is found!", key));
           if (fresh) {
             p.db_index = d;
-            p.blob = spec.load_all ? ws.create_blob(key) : outputs[w->second];
+            p.blob = spec.load_all ? ws.create_blob(w->first) : outputs[w->second];
             // Caffe2 resets the blob before the first record (the assembler reuses a tensor's
             // storage otherwise, which is only safe while nothing else can see it).
             p.blob->reset();
-            p.assembler = std::make_unique<BlobAssembler>(*p.blob);
+            p.assembler.emplace(*p.blob);
           }
           try {
             // Every byte of a blob record is under its own checksums (header checksum, payload
@@ -312,12 +334,14 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
         db->close();
       });
     }
-    // Caffe2's validateBlobStates.
-    for (auto& [name, p] : pending) {
-      if (p.assembler->complete()) continue;
-      CorruptData e(fmt::format("Data size mismatch for blob {}. Expected: {} Read: {} ({} of {} chunks present)", name,
-                                p.total, p.read, p.chunks_read, p.chunks_total));
-      e.add_context(where_db("Load from", spec.db_type, paths[p.db_index]));
+    // Caffe2's validateBlobStates; the first incomplete blob in name order is reported.
+    const Pending* bad = nullptr;
+    for (const auto& p : pending)
+      if (p.blob != nullptr && !p.assembler->complete() && (bad == nullptr || *p.name < *bad->name)) bad = &p;
+    if (bad != nullptr) {
+      CorruptData e(fmt::format("Data size mismatch for blob {}. Expected: {} Read: {} ({} of {} chunks present)",
+                                *bad->name, bad->total, bad->read, bad->chunks_read, bad->chunks_total));
+      e.add_context(where_db("Load from", spec.db_type, paths[bad->db_index]));
       throw e;
     }
   } catch (...) {
@@ -329,9 +353,7 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
   // Caffe2 logs "Failed to load blob: X" for each missing blob, then throws; moka puts both in the message.
   std::string missing;
   for (std::size_t i = 0; i < spec.blob_names.size(); ++i) {
-    const auto& source = spec.source_blob_names.empty() ? spec.blob_names[i] : spec.source_blob_names[i];
-    auto it = pending.find(source);
-    if (it == pending.end() || !it->second.assembler->complete())
+    if (pending[i].blob == nullptr || !pending[i].assembler->complete())
       missing += fmt::format(" Failed to load blob: {}", spec.blob_names[i]);
   }
   NotFound e(fmt::format("Expected to load {} blobs, got {} only.{}", outputs.size(), loaded, missing));

@@ -193,6 +193,59 @@ TEST(MiniDbValueUnhashed, LoadRefusesEveryByteFlipOfACheckpoint) {
   EXPECT_EQ(out.blob("c").get<Counter>().retrieve(), 42);
 }
 
+// Blobs larger than minidb's 4 KiB value prefix: the last read of each record also brings the next
+// record's header, key and prefix (one system call per record). Damage anywhere in that
+// read-ahead part is still refused, naming the file and the key of the record it belongs to.
+TEST(MiniDbValueUnhashed, LoadRefusesByteFlipsInTheReadAheadOfTheNextRecord) {
+  TempDir dir;
+  const std::string path = dir.path() + "/ahead.minidb";
+  Workspace ws;
+  std::vector<std::string> names = {"blob_a", "blob_b", "blob_c"};
+  for (size_t b = 0; b < names.size(); ++b) {
+    Tensor t(DType::Float, {3000 + static_cast<int64_t>(b)});
+    for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = static_cast<float>(i * 3 + b);
+    ws.create_blob(names[b])->get_mutable<Tensor>() = t;
+  }
+  SaveSpec s;
+  s.blob_names = names;
+  s.db = path;
+  s.db_type = "minidb";
+  s.absolute_path = true;
+  save_blobs(ws, s);
+  const std::string bytes = read_file(path);
+  LoadSpec l;
+  l.blob_names = names;
+  l.dbs = {path};
+  l.db_type = "minidb";
+  l.absolute_path = true;
+  {
+    Workspace out;
+    load_blobs(out, l);
+    for (const auto& n : names) EXPECT_TRUE(out.blob(n).get<Tensor>() == ws.blob(n).get<Tensor>()) << n;
+  }
+  // blob_b's minidb record: 32-byte record header, the key, then the blob record ("MKBR...").
+  const size_t key_at = bytes.find("blob_b#%0MKBR");
+  ASSERT_NE(key_at, std::string::npos);
+  const size_t record_at = key_at - 32;
+  const size_t value_at = key_at + 9;
+  const size_t value_end = bytes.find("blob_c#%0MKBR") - 32;
+  std::vector<size_t> flips;
+  for (size_t i = record_at; i < value_at + 300; ++i) flips.push_back(i);  // headers, key, payload start
+  for (size_t i = value_end - 20; i < value_end; ++i) flips.push_back(i);   // payload end, checksum
+  flips.push_back(value_at + 4096 + 50);                                    // just past the prefix
+  for (size_t i : flips) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x20);
+    write_file(path, damaged);
+    Workspace out;
+    const std::string msg = error_of([&] { load_blobs(out, l); });
+    EXPECT_NE(msg.find(path), std::string::npos) << "flip of byte " << i << ": " << msg;
+    EXPECT_NE(msg.find("blob_b"), std::string::npos) << "flip of byte " << i << ": " << msg;
+    const Blob* b = out.get_blob("blob_b");
+    EXPECT_TRUE(b == nullptr || !b->is_initialized()) << "flip of byte " << i;
+  }
+}
+
 // Sets MOKA_MINIDB_NO_MMAP for the scope (read at each open): read_value must not depend on it.
 class PreadPath {
  public:
