@@ -23,6 +23,7 @@
 #include "moka/io/save_load.h"
 #include "moka/ops/counter.h"
 #include "support/invalid_input.h"
+#include "support/minidb_pread_path.h"
 #include "support/temp_dir.h"
 
 namespace moka {
@@ -246,14 +247,8 @@ TEST(MiniDbValueUnhashed, LoadRefusesByteFlipsInTheReadAheadOfTheNextRecord) {
   }
 }
 
-// Sets MOKA_MINIDB_NO_MMAP for the scope (read at each open): read_value must not depend on it.
-class PreadPath {
- public:
-  PreadPath() { ::setenv("MOKA_MINIDB_NO_MMAP", "1", 1); }
-  ~PreadPath() { ::unsetenv("MOKA_MINIDB_NO_MMAP"); }
-  PreadPath(const PreadPath&) = delete;
-  PreadPath& operator=(const PreadPath&) = delete;
-};
+// read_value and the readers must not depend on the read path: MinidbPreadPath switches to pread.
+using PreadPath = moka::testing::MinidbPreadPath;
 
 TEST(MiniDbReadValue, AnyRangeEqualsTheValue) {
   TempDir dir;

@@ -14,6 +14,7 @@
 #include "moka/core/error.h"
 #include "moka/io/db.h"
 #include "support/invalid_input.h"
+#include "support/minidb_pread_path.h"
 #include "support/temp_dir.h"
 
 namespace moka {
@@ -27,14 +28,7 @@ struct TempDir : moka::testing::TempDir {
 };
 using Entries = std::map<std::string, std::string>;
 
-// Sets MOKA_MINIDB_NO_MMAP for the scope (the variable is read at each open).
-class PreadPath {
- public:
-  PreadPath() { ::setenv("MOKA_MINIDB_NO_MMAP", "1", 1); }
-  ~PreadPath() { ::unsetenv("MOKA_MINIDB_NO_MMAP"); }
-  PreadPath(const PreadPath&) = delete;
-  PreadPath& operator=(const PreadPath&) = delete;
-};
+using PreadPath = moka::testing::MinidbPreadPath;
 
 using moka::testing::error_of;
 
