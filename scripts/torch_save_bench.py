@@ -6,8 +6,14 @@ torch.load, beside plain write+fsync+rename / read() of the same bytes in the sa
 fsync, so the save is timed both bare and followed by fsync + rename + directory fsync (what moka's save
 does); the ratio uses the latter. Rates are MiB/s of tensor payload, median (min-max) over --reps.
 
+With --moka PATH (a release build's bench/save_load_bench), every repetition also runs one repetition of
+`save_load_bench --backends=minidb` on the same byte count and tensor count, right after torch's, and a
+second table gives moka (durable minidb save_blobs / load_blobs) against torch in the same run: the issue's
+"moka faster on both" compares these, not numbers from different runs.
+
 Usage (Debian's Python, not a pyenv one; the script re-executes itself with /usr/bin/python3):
   scripts/torch_save_bench.py [--bytes N] [--blobs 10,10000] [--reps 3] [--cold] [--dir DIR] [--no-install]
+                              [--moka build/release/bench/save_load_bench]
   Environment: MOKA_BENCH_SAVE_BYTES, MOKA_BENCH_REPS, MOKA_BENCH_COLD=1, MOKA_BENCH_DIR (as save_load_bench).
 Installs Debian's python3-torch with apt-get when torch is missing (needs root), unless --no-install.
 """
@@ -119,6 +125,21 @@ def torch_load(torch, tensors, d, verify):
     return s
 
 
+def moka_rates(binary, total_bytes, count, d, cold):
+    """One repetition of save_load_bench (minidb): (save MiB/s, load MiB/s), parsed from its table row."""
+    cmd = [binary, f"--bytes={total_bytes}", f"--blobs={count}", "--backends=minidb", "--reps=1", f"--dir={d}"]
+    if cold:
+        cmd.append("--cold")
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed (exit {out.returncode}):\n{out.stderr.strip()}")
+    for line in out.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0] == str(count) and cells[1] == "minidb":
+            return float(cells[2].split()[0]), float(cells[5].split()[0])
+    sys.exit(f"could not find the minidb row for {count} blobs in the output of {' '.join(cmd)}:\n{out.stdout}")
+
+
 def fmt(xs, ratio=False):
     f = "{:.2f}" if ratio else "{:.0f}"
     return (f + " (" + f + "–" + f + ")").format(statistics.median(xs), min(xs), max(xs))
@@ -133,7 +154,11 @@ def main():
     p.add_argument("--cold", action="store_true", default=os.environ.get("MOKA_BENCH_COLD") == "1")
     p.add_argument("--dir", default=os.environ.get("MOKA_BENCH_DIR", "/tmp/moka_torch_save_bench"))
     p.add_argument("--no-install", action="store_true")
+    p.add_argument("--moka", metavar="PATH", help="save_load_bench binary to run in the same repetitions")
     a = p.parse_args()
+    if a.moka and not os.access(a.moka, os.X_OK):
+        sys.exit(f"--moka {a.moka}: not an executable file (build it: cmake --build build/release --target "
+                 "save_load_bench)")
     torch = import_torch(not a.no_install)
     torch.set_num_threads(1)
     os.makedirs(a.dir, exist_ok=True)
@@ -144,9 +169,11 @@ def main():
     print("| tensors | torch.save (no fsync) | torch.save + fsync + rename | plain write+fsync+rename | save ratio "
           "| torch.load | plain read() | load ratio |")
     print("|---|---|---|---|---|---|---|---|")
+    versus = []
     for count in [int(x) for x in a.blobs.split(",")]:
         tensors = make_tensors(torch, a.bytes, count)
-        r = {k: [] for k in ("bare", "save", "psave", "sratio", "load", "pload", "lratio")}
+        r = {k: [] for k in ("bare", "save", "psave", "sratio", "load", "pload", "lratio", "msave", "mload",
+                             "msratio", "mlratio")}
         for rep in range(a.reps):
             ps = plain_save(tensors, a.dir)
             if a.cold:
@@ -165,9 +192,25 @@ def main():
             r["load"].append(mib / tl)
             r["pload"].append(mib / pl)
             r["lratio"].append(pl / tl)
+            if a.moka:
+                ms, ml = moka_rates(a.moka, a.bytes, count, os.path.join(a.dir, "moka"), a.cold)
+                r["msave"].append(ms)
+                r["mload"].append(ml)
+                r["msratio"].append(ms / (mib / ts))
+                r["mlratio"].append(ml / (mib / tl))
         print(f"| {count} | {fmt(r['bare'])} | {fmt(r['save'])} | {fmt(r['psave'])} | {fmt(r['sratio'], True)} "
               f"| {fmt(r['load'])} | {fmt(r['pload'])} | {fmt(r['lratio'], True)} |", flush=True)
+        if a.moka:
+            versus.append(f"| {count} | {fmt(r['msave'])} | {fmt(r['save'])} | {fmt(r['msratio'], True)} "
+                          f"| {fmt(r['mload'])} | {fmt(r['load'])} | {fmt(r['mlratio'], True)} |")
         del tensors
+    if versus:
+        print("\nmoka (minidb save_blobs with fsync + rename, load_blobs) vs torch in the same repetitions; "
+              "ratio = moka / torch\n")
+        print("| tensors | moka save | torch.save + fsync + rename | save ratio | moka load | torch.load | load ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for line in versus:
+            print(line)
     shutil.rmtree(a.dir, ignore_errors=True)
 
 
