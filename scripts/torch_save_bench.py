@@ -6,10 +6,12 @@ torch.load, beside plain write+fsync+rename / read() of the same bytes in the sa
 fsync, so the save is timed both bare and followed by fsync + rename + directory fsync (what moka's save
 does); the ratio uses the latter. Rates are MiB/s of tensor payload, median (min-max) over --reps.
 
-With --moka PATH (a release build's bench/save_load_bench), every repetition also runs one repetition of
-`save_load_bench --backends=minidb` on the same byte count and tensor count, right after torch's, and a
-second table gives moka (durable minidb save_blobs / load_blobs) against torch in the same run: the issue's
-"moka faster on both" compares these, not numbers from different runs.
+With --moka PATH (a release build's bench/save_load_bench), every repetition also runs
+`save_load_bench --backends=minidb --reps=3` on the same byte count and tensor count, right after torch's,
+and takes the median of its three repetitions (a first repetition in a fresh process pays page faults for
+all its new memory, which torch, running its repetitions in one process, pays only once); a second table
+gives moka (durable minidb save_blobs / load_blobs) against torch in the same run: the issue's "moka faster
+on both" compares these, not numbers from different runs.
 
 Usage (Debian's Python, not a pyenv one; the script re-executes itself with /usr/bin/python3):
   scripts/torch_save_bench.py [--bytes N] [--blobs 10,10000] [--reps 3] [--cold] [--dir DIR] [--no-install]
@@ -126,8 +128,8 @@ def torch_load(torch, tensors, d, verify):
 
 
 def moka_rates(binary, total_bytes, count, d, cold):
-    """One repetition of save_load_bench (minidb): (save MiB/s, load MiB/s), parsed from its table row."""
-    cmd = [binary, f"--bytes={total_bytes}", f"--blobs={count}", "--backends=minidb", "--reps=1", f"--dir={d}"]
+    """save_load_bench (minidb), 3 repetitions: median (save MiB/s, load MiB/s), parsed from its table row."""
+    cmd = [binary, f"--bytes={total_bytes}", f"--blobs={count}", "--backends=minidb", "--reps=3", f"--dir={d}"]
     if cold:
         cmd.append("--cold")
     out = subprocess.run(cmd, capture_output=True, text=True)
