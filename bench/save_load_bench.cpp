@@ -39,6 +39,7 @@
 #include "moka/moka.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/io/db.h"
+#include "moka/io/db_streams.h"
 #include "moka/io/save_load.h"
 
 namespace {
@@ -210,50 +211,12 @@ double plain_load(const Data& d, const std::string& dir) {
 
 // ---- moka
 
-// Puts each serialized record as its own key/value pair, as Save does: views of the pieces (valid
-// until end_record) go to Transaction::put_pieces, no record string is assembled.
-class TxnSink final : public moka::ByteSink {
- public:
-  explicit TxnSink(moka::Transaction& txn) : txn_(txn) {}
-  void begin_record(std::string_view key, uint64_t) override {
-    key_.assign(key);
-    pieces_.clear();
-  }
-  void write(std::span<const std::byte> bytes) override {
-    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }
-  void end_record() override { txn_.put_pieces(key_, pieces_); }
-
- private:
-  moka::Transaction& txn_;
-  std::string key_;
-  std::vector<std::string_view> pieces_;
-};
-
-// A cursor's current value as a ByteSource read through Cursor::read_value, as Load does.
-class CursorSource final : public moka::ByteSource {
- public:
-  explicit CursorSource(moka::Cursor& c) : c_(c), size_(c.value_size()) {}
-  std::size_t read(std::span<std::byte> into) override {
-    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(into.size(), size_ - pos_));
-    if (n > 0) c_.read_value(pos_, into.first(n));
-    pos_ += n;
-    return n;
-  }
-  std::optional<uint64_t> remaining() const override { return size_ - pos_; }
-
- private:
-  moka::Cursor& c_;
-  uint64_t size_;
-  uint64_t pos_ = 0;
-};
-
 double moka_save(Data& d, const std::string& type, const std::string& path, bool direct) {
   const auto t0 = Clock::now();
   if (direct) {
     auto db = moka::open_db(type, path, moka::DbMode::New);
     auto txn = db->new_transaction();
-    TxnSink sink(*txn);
+    moka::TransactionSink sink(*txn);
     for (const auto& name : d.names) moka::serialize_blob(name, d.ws.blob(name), sink);
     txn->commit();
     db->close();
@@ -278,7 +241,7 @@ double moka_load(const Data& d, const std::string& type, const std::string& path
       const std::string name(moka::blob_name_from_key(c->key()));
       auto it = assemblers.find(name);
       if (it == assemblers.end()) it = assemblers.try_emplace(name, *ws.create_blob(name)).first;
-      CursorSource src(*c);
+      moka::CursorValueSource src(*c);
       it->second.add(src);
     }
     for (auto& [name, a] : assemblers) a.finish();

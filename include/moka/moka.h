@@ -34,6 +34,7 @@
 #include "moka/io/cached_reader.h"
 #include "moka/io/dataset.h"
 #include "moka/io/db.h"
+#include "moka/io/db_streams.h"
 #include "moka/io/limited_reader.h"
 #include "moka/io/pipeline.h"
 #include "moka/io/queue.h"

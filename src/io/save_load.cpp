@@ -20,6 +20,7 @@
 #include "moka/core/workspace.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/io/db.h"
+#include "moka/io/db_streams.h"
 
 namespace moka {
 
@@ -54,55 +55,6 @@ auto with_context(const std::string& where, F&& f) {
     throw;
   }
 }
-
-// A ByteSink that turns each record serialize_blob produces into one put_pieces() of a
-// transaction. serialize_blob keeps the spans it writes valid until end_record(), so the sink only
-// keeps views (the tensor bytes are read in place, never copied into a record string).
-class TransactionSink final : public ByteSink {
- public:
-  explicit TransactionSink(Transaction& txn) : txn_(txn) {}
-  void begin_record(std::string_view key, uint64_t) override {
-    key_.assign(key);
-    pieces_.clear();
-  }
-  void write(std::span<const std::byte> bytes) override {
-    if (bytes.empty()) return;
-    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }
-  void end_record() override {
-    txn_.put_pieces(key_, pieces_);
-    for (std::string_view p : pieces_) bytes_ += p.size();
-    pieces_.clear();
-  }
-  uint64_t bytes() const noexcept { return bytes_; }
-
- private:
-  Transaction& txn_;
-  std::string key_;
-  std::vector<std::string_view> pieces_;
-  uint64_t bytes_ = 0;
-};
-
-// The current value of a cursor as a ByteSource: the assembler's reads go through
-// Cursor::read_value, so a tensor chunk lands in tensor storage straight from the DB file.
-class CursorValueSource final : public ByteSource {
- public:
-  explicit CursorValueSource(Cursor& c) : c_(c), size_(c.value_size()) {}
-  std::size_t read(std::span<std::byte> into) override {
-    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(into.size(), size_ - pos_));
-    if (n > 0) c_.read_value(pos_, into.first(n));
-    pos_ += n;
-    return n;
-  }
-  std::optional<uint64_t> remaining() const override { return size_ - pos_; }
-  uint64_t size() const noexcept { return size_; }
-  uint64_t position() const noexcept { return pos_; }
-
- private:
-  Cursor& c_;
-  uint64_t size_;
-  uint64_t pos_ = 0;
-};
 
 // Fails before the DB is opened (which, in New mode, may already replace an existing DB) when a
 // blob cannot be serialized.

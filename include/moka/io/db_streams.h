@@ -1,0 +1,82 @@
+// TransactionSink and CursorValueSource: the blob serializer's ByteSink / ByteSource over a DB
+// transaction and a cursor, the way save_blobs and load_blobs connect records to a DB.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moka/io/blob_serializer.h"
+#include "moka/io/db.h"
+
+namespace moka {
+
+/// @brief A ByteSink that turns each record serialize_blob produces into one
+/// Transaction::put_pieces(key, pieces). serialize_blob keeps the spans it writes valid until
+/// end_record(), so the sink keeps only views: tensor bytes are read in place, never copied into a
+/// record string.
+/// @code
+///   auto txn = db->new_transaction();
+///   moka::TransactionSink sink(*txn);
+///   moka::serialize_blob("w", ws.blob("w"), sink);
+///   txn->commit();
+/// @endcode
+/// Thread-safety: none (one serializer at a time, like the transaction).
+class TransactionSink final : public ByteSink {
+ public:
+  explicit TransactionSink(Transaction& txn) : txn_(txn) {}
+  void begin_record(std::string_view key, uint64_t) override {
+    key_.assign(key);
+    pieces_.clear();
+  }
+  void write(std::span<const std::byte> bytes) override {
+    if (bytes.empty()) return;
+    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  void end_record() override {
+    txn_.put_pieces(key_, pieces_);
+    for (std::string_view p : pieces_) bytes_ += p.size();
+    pieces_.clear();
+  }
+  /// @brief Value bytes put so far.
+  uint64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  Transaction& txn_;
+  std::string key_;
+  std::vector<std::string_view> pieces_;
+  uint64_t bytes_ = 0;
+};
+
+/// @brief The current value of a cursor as a ByteSource, read through Cursor::read_value, so a
+/// reader of records (BlobAssembler) puts a tensor chunk into tensor storage straight from the DB.
+/// Checks are those of read_value (for minidb: record header, lengths and key, not the payload
+/// hash — blob records carry their own checksums).
+/// Thread-safety: none; the cursor must stay on the same record while the source is used.
+class CursorValueSource final : public ByteSource {
+ public:
+  explicit CursorValueSource(Cursor& c) : c_(c), size_(c.value_size()) {}
+  std::size_t read(std::span<std::byte> into) override {
+    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(into.size(), size_ - pos_));
+    if (n > 0) c_.read_value(pos_, into.first(n));
+    pos_ += n;
+    return n;
+  }
+  std::optional<uint64_t> remaining() const override { return size_ - pos_; }
+  /// @brief The value's size in bytes.
+  uint64_t size() const noexcept { return size_; }
+  /// @brief Bytes read so far.
+  uint64_t position() const noexcept { return pos_; }
+
+ private:
+  Cursor& c_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+}  // namespace moka
