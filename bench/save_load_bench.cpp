@@ -11,8 +11,8 @@
 // Plain save: one file, write() of every tensor's bytes, fsync, rename, fsync of the directory (what a
 // durable checkpoint writer must do at least). Plain load: read() of that file into freshly allocated
 // buffers, one per tensor (a load must put the bytes into new memory, as moka's load into a fresh
-// workspace does). moka save: save_blobs (or, with --direct, serialize_blob + Transaction::put_pieces
-// per record, the path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct:
+// workspace does). moka save: save_blobs (or, with --direct, serialize_blob + TransactionSink's
+// streamed put per record, the path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct:
 // Cursor::read_value + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page cache
 // (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
 #include <fcntl.h>

@@ -30,6 +30,70 @@ void Cursor::throw_bad_value_range(uint64_t offset, uint64_t n, uint64_t size) {
   throw RuntimeError(fmt::format("cursor read_value: bytes [{}, +{}) are outside the {}-byte value", offset, n, size));
 }
 
+void Transaction::throw_put_open(std::string_view call) const {
+  throw RuntimeError(fmt::format(
+      "transaction {}: the put of key '{}' is still open ({} of {} bytes; begin_put without end_put)", call,
+      open_key_, got_, declared_));
+}
+
+void Transaction::begin_put(std::string_view key, uint64_t value_size) {
+  if (open_) throw_put_open("begin_put");
+  do_begin_put(key, value_size);
+  open_key_.assign(key);
+  declared_ = value_size;
+  got_ = 0;
+  open_ = true;
+}
+
+void Transaction::put_part(std::string_view part) {
+  if (!open_) throw RuntimeError("transaction put_part: no put is open (call begin_put first)");
+  if (part.size() > declared_ - got_) {
+    open_ = false;
+    do_abandon_put();
+    throw RuntimeError(fmt::format(
+        "transaction put of key '{}': a {}-byte part after {} bytes exceeds the declared value size {}; the put is "
+        "abandoned",
+        open_key_, part.size(), got_, declared_));
+  }
+  do_put_part(part);
+  got_ += part.size();
+}
+
+void Transaction::end_put() {
+  if (!open_) throw RuntimeError("transaction end_put: no put is open (call begin_put first)");
+  open_ = false;
+  if (got_ != declared_) {
+    do_abandon_put();
+    throw RuntimeError(fmt::format(
+        "transaction put of key '{}': end_put after {} of the declared {} value bytes; the put is abandoned",
+        open_key_, got_, declared_));
+  }
+  do_end_put(open_key_);
+}
+
+void Transaction::do_put_pieces(std::string_view key, std::span<const std::string_view> pieces) {
+  std::size_t n = 0;
+  for (std::string_view p : pieces) n += p.size();
+  std::string value;
+  value.reserve(n);
+  for (std::string_view p : pieces) value.append(p);
+  do_put(key, value);
+}
+
+void Transaction::do_begin_put(std::string_view, uint64_t value_size) {
+  staged_.clear();
+  staged_.reserve(static_cast<std::size_t>(value_size));
+}
+
+void Transaction::do_put_part(std::string_view part) { staged_.append(part); }
+
+void Transaction::do_end_put(std::string_view key) {
+  do_put(key, staged_);
+  staged_ = {};
+}
+
+void Transaction::do_abandon_put() noexcept { staged_ = {}; }
+
 void DB::verify() {
   // Reading every value makes the backend check whatever checksums it keeps.
   for (auto c = new_cursor(); c->valid(); c->next()) (void)c->value();

@@ -68,8 +68,8 @@ class LevelCursor final : public Cursor {
 class LevelTransaction final : public Transaction {
  public:
   LevelTransaction(std::shared_ptr<leveldb::DB> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
-  void put(std::string_view key, std::string_view value) override { batch_.Put(slice(key), slice(value)); }
-  void commit() override {
+  void do_put(std::string_view key, std::string_view value) override { batch_.Put(slice(key), slice(value)); }
+  void do_commit() override {
     leveldb::WriteOptions wo;
     wo.sync = true;  // durable on return, like the other backends
     const leveldb::Status st = db_->Write(wo, &batch_);

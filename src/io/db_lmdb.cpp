@@ -118,7 +118,7 @@ class LmdbTransaction final : public Transaction {
   LmdbTransaction(const LmdbTransaction&) = delete;
   LmdbTransaction& operator=(const LmdbTransaction&) = delete;
 
-  void put(std::string_view key, std::string_view value) override {
+  void do_put(std::string_view key, std::string_view value) override {
     check_usable();
     // Begun lazily: LMDB allows one write transaction per environment at a time.
     if (!txn_) {
@@ -142,7 +142,7 @@ class LmdbTransaction final : public Transaction {
     fail(env_->path, fmt::format("put of key '{}' failed; the transaction was aborted", printable_key(key)), rc);
   }
 
-  void commit() override {
+  void do_commit() override {
     check_usable();
     if (!txn_) return;
     MDB_txn* t = txn_;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,20 @@ void write_all(int fd, const char* buf, size_t n, const std::string& path) {
     }
     buf += put;
     n -= static_cast<size_t>(put);
+  }
+}
+
+// Writes exactly n bytes at off (the descriptor's file offset stays where it was).
+void pwrite_all(int fd, const char* buf, size_t n, uint64_t off, const std::string& path) {
+  while (n > 0) {
+    const ssize_t put = ::pwrite(fd, buf, n, static_cast<off_t>(off));
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      throw RuntimeError(fmt::format("minidb file '{}': write at offset {} failed: {}", path, off, errno_text(errno)));
+    }
+    buf += put;
+    n -= static_cast<size_t>(put);
+    off += static_cast<uint64_t>(put);
   }
 }
 
@@ -634,31 +649,78 @@ class MiniWriter {
 
   void put(std::string_view key, std::span<const std::string_view> pieces,
            std::map<std::string, Loc, std::less<>>& pending) {
-    check_open();
-    if (key.size() > UINT32_MAX) throw InvalidInput(fmt::format("minidb '{}': key longer than 4 GiB", path_));
-    if (!fd_) reopen_after_publish();
+    check_writable(key);
     const uint64_t offset = pos_;
-    char h[kRecordHeaderSize];
-    put_u32(h, kRecordMagic);
     uint64_t value_size = 0;
     for (std::string_view p : pieces) value_size += p.size();
-    put_u32(h + 4, static_cast<uint32_t>(key.size()));
-    put_u64(h + 8, value_size);
     Xxh3Stream ps(offset);
     ps.update(key.data(), key.size());
     for (std::string_view p : pieces) ps.update(p.data(), p.size());
-    put_u64(h + 16, ps.digest());
-    put_u64(h + 24, hash_header(h, 24, offset));
+    char h[kRecordHeaderSize];
+    fill_record_header(h, key.size(), value_size, ps.digest(), offset);
     XXH3_64bits_update(state_.get(), h, kRecordHeaderSize);
     append(h, kRecordHeaderSize);
     append(key.data(), key.size());
     for (std::string_view p : pieces) append(p.data(), p.size());
-    auto [it, fresh] = pending.try_emplace(std::string(key), Loc{offset, value_size});
-    if (!fresh) it->second = Loc{offset, value_size};
+    staged(key, Loc{offset, value_size}, pending);
+  }
+
+  // A put whose value arrives in parts (Transaction::begin_put; the transaction checks the
+  // sequence and the sizes). The record header goes out as a placeholder; key and parts are hashed
+  // and written as they come, each while it is still in cache from the caller's own pass; end_put
+  // fills the header in, in the buffer or, once it reached the file, with a pwrite.
+  void begin_put(std::string_view key, uint64_t value_size) {
+    check_writable(key);
+    const uint64_t offset = pos_;
+    stream_.emplace(offset, value_size);
+    const char placeholder[kRecordHeaderSize] = {};
+    append(placeholder, kRecordHeaderSize);
+    stream_->hash.update(key.data(), key.size());
+    append(key.data(), key.size());
+  }
+  void put_part(std::string_view part) {
+    check_stream();
+    stream_->hash.update(part.data(), part.size());
+    append(part.data(), part.size());
+  }
+  void end_put(std::string_view key, std::map<std::string, Loc, std::less<>>& pending) {
+    check_stream();
+    const OpenPut p = *stream_;
+    char h[kRecordHeaderSize];
+    fill_record_header(h, key.size(), p.value_size, p.hash.digest(), p.offset);
+    const uint64_t buf_start = pos_ - buf_.size();
+    if (p.offset >= buf_start) {
+      std::memcpy(buf_.data() + (p.offset - buf_start), h, kRecordHeaderSize);
+    } else {
+      guarded([&] { pwrite_all(fd_.get(), h, kRecordHeaderSize, p.offset, tmp_path_); });
+    }
+    stream_.reset();
+    XXH3_64bits_update(state_.get(), h, kRecordHeaderSize);
+    staged(key, Loc{p.offset, p.value_size}, pending);
+  }
+  // Drops the open streamed put: the tmp file goes back to where its record began.
+  void abandon_put() noexcept {
+    if (!stream_) return;
+    const uint64_t offset = stream_->offset;
+    stream_.reset();
+    if (!broken_.empty() || !fd_) return;
+    const uint64_t buf_start = pos_ - buf_.size();
+    if (offset >= buf_start) {
+      buf_.resize(offset - buf_start);
+    } else {
+      buf_.clear();
+      if (::ftruncate(fd_.get(), static_cast<off_t>(offset)) != 0 ||
+          ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_SET) < 0) {
+        broken_ = fmt::format("dropping an abandoned put failed: {}", errno_text(errno));
+        return;
+      }
+    }
+    pos_ = offset;
   }
 
   void commit(std::map<std::string, Loc, std::less<>>& pending) {
     check_open();
+    abandon_put();
     if (!fd_) {
       if (pending.empty()) return;  // nothing new since the last publish
       reopen_after_publish();
@@ -671,6 +733,7 @@ class MiniWriter {
   // close(): publish an empty/unchanged DB if nothing was ever published, then release.
   void close() {
     if (closed_) return;
+    abandon_put();
     if (!published_) publish();
     abandon();
   }
@@ -689,6 +752,42 @@ class MiniWriter {
  private:
   void check_open() const {
     if (closed_) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path_));
+    if (!broken_.empty())
+      throw RuntimeError(fmt::format("minidb '{}': an earlier write failed ({}); nothing more can be written or "
+                                     "committed through this DB object",
+                                     path_, broken_));
+  }
+  void check_writable(std::string_view key) {
+    check_open();
+    if (key.size() > UINT32_MAX) throw InvalidInput(fmt::format("minidb '{}': key longer than 4 GiB", path_));
+    if (!fd_) reopen_after_publish();
+  }
+  void check_stream() const {
+    check_open();
+    if (!stream_)
+      throw RuntimeError(fmt::format("minidb '{}': the open put was dropped when the DB was closed", path_));
+  }
+  void fill_record_header(char* h, size_t key_len, uint64_t value_size, uint64_t payload_hash, uint64_t offset) {
+    put_u32(h, kRecordMagic);
+    put_u32(h + 4, static_cast<uint32_t>(key_len));
+    put_u64(h + 8, value_size);
+    put_u64(h + 16, payload_hash);
+    put_u64(h + 24, hash_header(h, 24, offset));
+  }
+  void staged(std::string_view key, Loc loc, std::map<std::string, Loc, std::less<>>& pending) {
+    auto [it, fresh] = pending.try_emplace(std::string(key), loc);
+    if (!fresh) it->second = loc;
+  }
+  // Runs a write; if it fails, the tmp file no longer matches pos_ and buf_, so the writer refuses
+  // all later writes and commits (the published file, if any, is untouched).
+  template <class F>
+  void guarded(F&& write) {
+    try {
+      write();
+    } catch (const std::exception& e) {
+      broken_ = e.what();
+      throw;
+    }
   }
 
   void start_fresh_tmp() {
@@ -773,18 +872,19 @@ class MiniWriter {
   // are, in one writev() with what is buffered: copying them into the buffer first would be a
   // second pass over the bytes, and one system call per 32 KiB or more costs little.
   void append(const char* p, size_t n) {
-    pos_ += n;
     if (n >= kDirectWriteMin) {
-      writev_all(fd_.get(), buf_.data(), buf_.size(), p, n, tmp_path_);
+      guarded([&] { writev_all(fd_.get(), buf_.data(), buf_.size(), p, n, tmp_path_); });
+      pos_ += n;
       buf_.clear();
       return;
     }
     if (buf_.size() + n > kWriteBufferSize) flush();
     buf_.append(p, n);
+    pos_ += n;
   }
 
   void flush() {
-    if (!buf_.empty()) write_all(fd_.get(), buf_.data(), buf_.size(), tmp_path_);
+    if (!buf_.empty()) guarded([&] { write_all(fd_.get(), buf_.data(), buf_.size(), tmp_path_); });
     buf_.clear();
   }
 
@@ -841,19 +941,37 @@ class MiniWriter {
   std::map<std::string, Loc, std::less<>> committed_;
   bool published_ = false;
   bool closed_ = false;
+  std::string broken_;  // why the tmp file can no longer be trusted (a failed write); empty: fine
+  // The streamed put in progress (begin_put .. end_put).
+  struct OpenPut {
+    OpenPut(uint64_t at, uint64_t size) : offset(at), value_size(size), hash(at) {}
+    uint64_t offset;
+    uint64_t value_size;
+    Xxh3Stream hash;  // of key + value, seeded with the record's offset
+  };
+  std::optional<OpenPut> stream_;
 };
 
 class MiniTransaction final : public Transaction {
  public:
   explicit MiniTransaction(std::shared_ptr<MiniWriter> w) : w_(std::move(w)) { w_->txn_live = true; }
-  ~MiniTransaction() override { w_->txn_live = false; }
-  void put(std::string_view key, std::string_view value) override {
+  ~MiniTransaction() override {
+    w_->abandon_put();
+    w_->txn_live = false;
+  }
+
+ protected:
+  void do_put(std::string_view key, std::string_view value) override {
     w_->put(key, std::span<const std::string_view>(&value, 1), pending_);
   }
-  void put_pieces(std::string_view key, std::span<const std::string_view> pieces) override {
+  void do_put_pieces(std::string_view key, std::span<const std::string_view> pieces) override {
     w_->put(key, pieces, pending_);
   }
-  void commit() override { w_->commit(pending_); }
+  void do_begin_put(std::string_view key, uint64_t value_size) override { w_->begin_put(key, value_size); }
+  void do_put_part(std::string_view part) override { w_->put_part(part); }
+  void do_end_put(std::string_view key) override { w_->end_put(key, pending_); }
+  void do_abandon_put() noexcept override { w_->abandon_put(); }
+  void do_commit() override { w_->commit(pending_); }
 
  private:
   std::shared_ptr<MiniWriter> w_;

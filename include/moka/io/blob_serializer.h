@@ -45,10 +45,11 @@ inline constexpr std::string_view kTreeCursorTypeName = "moka.TreeCursor";
 /// `size` bytes, then end_record(). `key` is the DB key Caffe2 would store the record under
 /// ("w#%0", "w#%1", ... for tensor chunks, "w" for other blobs), so a DB sink can put each record
 /// as its own key/value pair, while a file sink just appends the bytes.
-/// Tensor payloads are passed straight from tensor storage, in spans as large as a chunk.
-/// serialize_blob keeps every span it passes to write() valid and unchanged until the record's
-/// end_record() returns, so a sink may keep views of the pieces instead of copying them
-/// (save_blobs' sink hands them to Transaction::put_pieces).
+/// Tensor payloads are passed straight from tensor storage, in pieces of at most 256 KiB that the
+/// serializer hashes right after write() returns, so a sink that touches each piece at once (as
+/// save_blobs' TransactionSink does) leaves it in cache for the checksum. serialize_blob keeps
+/// every span it passes to write() valid and unchanged until the record's end_record() returns, so
+/// a sink may also keep views of the pieces instead of copying them.
 /// Thread-safety: a sink is used by one thread at a time.
 class ByteSink {
  public:

@@ -90,21 +90,60 @@ class Transaction {
  public:
   virtual ~Transaction() = default;
   /// @brief Stages key -> value (both arbitrary bytes; see docs/db-backends.md for key limits).
-  virtual void put(std::string_view key, std::string_view value) = 0;
-  /// @brief put(key, the concatenation of `pieces`), without the caller joining the pieces first
-  /// (save_blobs passes a record's header, the tensor bytes in place and the checksum). The pieces
-  /// are read during the call only. minidb writes them without an intermediate copy; the default
-  /// joins them and calls put().
-  virtual void put_pieces(std::string_view key, std::span<const std::string_view> pieces) {
-    std::size_t n = 0;
-    for (std::string_view p : pieces) n += p.size();
-    std::string value;
-    value.reserve(n);
-    for (std::string_view p : pieces) value.append(p);
-    put(key, value);
+  void put(std::string_view key, std::string_view value) {
+    if (open_) throw_put_open("put");
+    do_put(key, value);
   }
+  /// @brief put(key, the concatenation of `pieces`), without the caller joining the pieces first.
+  /// The pieces are read during the call only. minidb writes them without an intermediate copy;
+  /// the default joins them and calls put().
+  void put_pieces(std::string_view key, std::span<const std::string_view> pieces) {
+    if (open_) throw_put_open("put_pieces");
+    do_put_pieces(key, pieces);
+  }
+  /// @brief A put whose value arrives in parts: begin_put(key, value_size), then put_part() until
+  /// exactly value_size bytes have arrived, then end_put(). Each part is read during the call only,
+  /// so a caller can hand over a large value piece by piece while each piece is still in cache.
+  /// minidb hashes and writes each part as it comes (save_blobs' path: no intermediate copy, one
+  /// trip through memory); the default collects the parts and puts the whole value at end_put().
+  ///
+  /// Errors (RuntimeError naming the key): begin_put, put, put_pieces or commit while a put is open;
+  /// put_part or end_put with none open; a part beyond value_size, or end_put before value_size
+  /// bytes arrived — these two abandon the put (nothing of it stays staged). A put left open by an
+  /// exception between the calls is abandoned by the end_put() that reports it short.
+  void begin_put(std::string_view key, uint64_t value_size);
+  /// @brief The next part of the value begun by begin_put().
+  void put_part(std::string_view part);
+  /// @brief Stages the value begun by begin_put(); see begin_put().
+  void end_put();
   /// @brief Makes the staged puts durable and visible (fsync'ed; minidb: atomic rename).
-  virtual void commit() = 0;
+  void commit() {
+    if (open_) throw_put_open("commit");
+    do_commit();
+  }
+
+ protected:
+  // What a backend implements. The public calls above check the rules first, so these see only
+  // well-formed sequences: do_begin_put, do_put_part... (exactly the declared bytes), then
+  // do_end_put or do_abandon_put.
+  virtual void do_put(std::string_view key, std::string_view value) = 0;
+  virtual void do_commit() = 0;
+  /// Default: joins the pieces and calls do_put().
+  virtual void do_put_pieces(std::string_view key, std::span<const std::string_view> pieces);
+  /// Default for the streamed put: collect the parts, do_put() at the end.
+  virtual void do_begin_put(std::string_view key, uint64_t value_size);
+  virtual void do_put_part(std::string_view part);
+  virtual void do_end_put(std::string_view key);
+  virtual void do_abandon_put() noexcept;
+
+ private:
+  [[noreturn]] void throw_put_open(std::string_view call) const;
+  // The open streamed put.
+  bool open_ = false;
+  std::string open_key_;
+  uint64_t declared_ = 0;
+  uint64_t got_ = 0;
+  std::string staged_;  // the default's collected value
 };
 
 /// @brief An open key/value database (Caffe2's db::DB).

@@ -9,17 +9,16 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "moka/io/blob_serializer.h"
 #include "moka/io/db.h"
 
 namespace moka {
 
-/// @brief A ByteSink that turns each record serialize_blob produces into one
-/// Transaction::put_pieces(key, pieces). serialize_blob keeps the spans it writes valid until
-/// end_record(), so the sink keeps only views: tensor bytes are read in place, never copied into a
-/// record string.
+/// @brief A ByteSink that streams each record serialize_blob produces into the transaction:
+/// begin_record → Transaction::begin_put, write → put_part, end_record → end_put. Tensor bytes
+/// go from tensor storage to the DB piece by piece (minidb hashes and writes each piece while it is
+/// still in cache from the serializer's own checksum pass), never copied into a record string.
 /// @code
 ///   auto txn = db->new_transaction();
 ///   moka::TransactionSink sink(*txn);
@@ -30,26 +29,18 @@ namespace moka {
 class TransactionSink final : public ByteSink {
  public:
   explicit TransactionSink(Transaction& txn) : txn_(txn) {}
-  void begin_record(std::string_view key, uint64_t) override {
-    key_.assign(key);
-    pieces_.clear();
-  }
+  void begin_record(std::string_view key, uint64_t size) override { txn_.begin_put(key, size); }
   void write(std::span<const std::byte> bytes) override {
     if (bytes.empty()) return;
-    pieces_.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    txn_.put_part(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    bytes_ += bytes.size();
   }
-  void end_record() override {
-    txn_.put_pieces(key_, pieces_);
-    for (std::string_view p : pieces_) bytes_ += p.size();
-    pieces_.clear();
-  }
+  void end_record() override { txn_.end_put(); }
   /// @brief Value bytes put so far.
   uint64_t bytes() const noexcept { return bytes_; }
 
  private:
   Transaction& txn_;
-  std::string key_;
-  std::vector<std::string_view> pieces_;
   uint64_t bytes_ = 0;
 };
 
