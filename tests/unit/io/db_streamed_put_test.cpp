@@ -177,7 +177,7 @@ TEST_P(StreamedPut, ATransactionDroppedMidPutLeavesNoTrace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamedPut, ::testing::Values("minidb", "leveldb", "lmdb"),
-                         [](const auto& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
