@@ -109,8 +109,9 @@ class Transaction {
   ///
   /// Errors (RuntimeError naming the key): begin_put, put, put_pieces or commit while a put is open;
   /// put_part or end_put with none open; a part beyond value_size, or end_put before value_size
-  /// bytes arrived — these two abandon the put (nothing of it stays staged). A put left open by an
-  /// exception between the calls is abandoned by the end_put() that reports it short.
+  /// bytes arrived — these two abandon the put (nothing of it stays staged). A put left open (an
+  /// exception between the calls) is dropped with its transaction, or by the end_put() that
+  /// reports it short.
   void begin_put(std::string_view key, uint64_t value_size);
   /// @brief The next part of the value begun by begin_put().
   void put_part(std::string_view part);

@@ -156,6 +156,22 @@ TEST_P(StreamedPut, EndPutBeforeTheDeclaredSizeAbandonsThePut) {
   EXPECT_EQ(read_all(type(), path_), (Entries{{"next", big}}));
 }
 
+// A declared size no value reaches (here 2^62 bytes) allocates nothing up front; end_put reports
+// the put short and abandons it.
+TEST_P(StreamedPut, AnAbsurdDeclaredSizeIsReportedShort) {
+  auto db = open_db(type(), path_, DbMode::New);
+  auto txn = db->new_transaction();
+  txn->begin_put("huge", uint64_t{1} << 62);
+  txn->put_part("abc");
+  const std::string msg = error_of([&] { txn->end_put(); });
+  EXPECT_NE(msg.find("end_put after 3 of the declared 4611686018427387904 value bytes"), std::string::npos) << msg;
+  txn->put("k", "v");
+  txn->commit();
+  txn.reset();
+  db.reset();
+  EXPECT_EQ(read_all(type(), path_), (Entries{{"k", "v"}}));
+}
+
 // An exception between begin_put and end_put (a serializer failing mid-record) leaves the put open;
 // dropping the transaction drops it, and the DB takes new transactions.
 TEST_P(StreamedPut, ATransactionDroppedMidPutLeavesNoTrace) {
