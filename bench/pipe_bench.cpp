@@ -7,6 +7,7 @@
 // filter adding the constant into a new buffer (as Add does) and a serial_in_order filter appending to the
 // destination (as AtomicAppend does), with 64 tokens (the queue's capacity). Items are records (rows).
 // Benchmarks run in registration order: TBB first, then moka reporting vs_tbb = moka rate / TBB rate.
+// MOKA_BENCH_BUSY=N runs N spinning processes beside it (a loaded machine; see busy_neighbours.h).
 #include <benchmark/benchmark.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -23,7 +24,12 @@
 
 #include "moka/moka.h"
 
+#include "busy_neighbours.h"
+
 namespace {
+
+// MOKA_BENCH_BUSY=N: N spinning processes beside the benchmark (busy_neighbours.h).
+const moka_bench::BusyNeighbours busy_neighbours;
 
 using moka::schema::Field;
 

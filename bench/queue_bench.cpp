@@ -7,6 +7,7 @@
 // pool (pure queue cost, no allocation). Benchmarks run in registration order; the moka ones report their
 // throughput as a ratio of the peers measured just before them in the same run (vs_tbb_blob, vs_tbb_ptr,
 // vs_mutex_cv).
+// MOKA_BENCH_BUSY=N runs N spinning processes beside it (a loaded machine; see busy_neighbours.h).
 #include <benchmark/benchmark.h>
 #include <tbb/concurrent_queue.h>
 
@@ -21,7 +22,12 @@
 
 #include "moka/ops/blobs_queue.h"
 
+#include "busy_neighbours.h"
+
 namespace {
+
+// MOKA_BENCH_BUSY=N: N spinning processes beside the benchmark (busy_neighbours.h).
+const moka_bench::BusyNeighbours busy_neighbours;
 
 using moka::Blob;
 using moka::DType;
