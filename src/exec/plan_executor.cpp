@@ -10,6 +10,7 @@
 #include <exception>
 #include <optional>
 
+#include "core/spin_wait.h"
 #include "exec/compiled_step.h"
 #include "exec/reporter.h"
 #include "moka/core/error.h"
@@ -86,8 +87,8 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   BlockingScope blocking;  // on a pool worker: let the queued substeps run meanwhile
   const auto spin_deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   for (int i = 0; !block->settled(*c); ++i) {
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= spin_deadline) break;
-    std::this_thread::yield();
+    if ((i & 15) == 15 && (std::chrono::steady_clock::now() >= spin_deadline || loaded())) break;
+    spin_yield();  // pauses instead while the machine is loaded (core/spin_wait.h)
   }
   std::unique_lock lk(block->mu);
   block->cv.wait(lk, [&] { return block->settled(*c); });

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/spin_wait.h"
+
 namespace moka::detail {
 
 namespace {
@@ -18,8 +20,8 @@ bool spin_until(const std::atomic<std::size_t>& pending) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (int i = 0;; ++i) {
     if (pending.load(std::memory_order_acquire) != 0) return true;
-    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
+    if ((i & 15) == 15 && (std::chrono::steady_clock::now() >= deadline || loaded())) return false;
+    spin_yield();  // pauses instead while the machine is loaded (core/spin_wait.h)
   }
 }
 }  // namespace

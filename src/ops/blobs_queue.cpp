@@ -8,12 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
+#include "core/spin_wait.h"
 #include "moka/core/error.h"
 
 namespace moka {
@@ -23,19 +19,10 @@ namespace {
 // How long a thread that finds the queue empty (full) keeps checking before it sleeps. A sleep and
 // wake-up through the condition variable costs several microseconds on each side, while the peer
 // usually arrives within a few hundred nanoseconds; a bounded spin (a few microseconds, then a few
-// yields) keeps both threads running without making an idle thread burn a core (DESIGN §6).
+// yields) keeps both threads running without making an idle thread burn a core (DESIGN §6). The
+// yields are spin_yield()s, which pause instead while the machine is loaded (core/spin_wait.h).
 constexpr int kSpinPauses = 128;
 constexpr int kSpinYields = 8;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#else
-  std::this_thread::yield();
-#endif
-}
 
 }  // namespace
 
@@ -95,11 +82,11 @@ template <class Ready>
 bool BlobsQueue::spin_until(Ready ready) const {
   for (int i = 0; i < kSpinPauses; ++i) {
     if (ready()) return true;
-    cpu_relax();
+    detail::cpu_relax();
   }
   for (int i = 0; i < kSpinYields; ++i) {
     if (ready()) return true;
-    std::this_thread::yield();
+    detail::spin_yield();
   }
   return false;
 }

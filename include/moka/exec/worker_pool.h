@@ -25,7 +25,8 @@ namespace moka::detail {
 /// another each millisecond after — so a job never waits for another job to finish (Caffe2 gave
 /// each substep its own thread and pipelines rely on that), at worst it starts a few
 /// milliseconds late. A worker that finishes a job polls for new work for a few tens of
-/// microseconds (yielding between polls), then sleeps; it exits after 30 s without work.
+/// microseconds (yielding between polls, or pausing while the machine is loaded: see
+/// src/core/spin_wait.h), then sleeps; it exits after 30 s without work.
 /// Thread-safety: all methods may be called from any thread.
 class WorkerPool final : public BlockingObserver {
  public:
