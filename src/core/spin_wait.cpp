@@ -1,6 +1,8 @@
 // spin_yield(): sched_yield while yields are cheap, pauses while the machine is loaded (see spin_wait.h).
 #include "core/spin_wait.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +23,18 @@ constexpr int kPausesPerYield = 20;
 // steady_clock ns until which spin_yield pauses; relaxed: a hint, and any stale value is harmless.
 std::atomic<int64_t> pause_until_ns{0};
 
+// The worker pool's running, not waiting, jobs (set_own_running_threads).
+std::atomic<std::size_t> own_running{0};
+
+// CPUs this process may run on (its affinity mask; hardware_concurrency where that is unknown).
+std::size_t usable_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<std::size_t>(CPU_COUNT(&set));
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
 int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -30,6 +44,8 @@ int64_t now_ns() noexcept {
 
 bool loaded() noexcept { return now_ns() < pause_until_ns.load(std::memory_order_relaxed); }
 
+void set_own_running_threads(std::size_t n) noexcept { own_running.store(n, std::memory_order_relaxed); }
+
 void spin_yield() noexcept {
   const int64_t before = now_ns();
   if (before < pause_until_ns.load(std::memory_order_relaxed)) {
@@ -38,7 +54,10 @@ void spin_yield() noexcept {
   }
   std::this_thread::yield();
   const int64_t after = now_ns();
-  if (after - before > kSlowYieldNs) pause_until_ns.store(after + kPauseWindowNs, std::memory_order_relaxed);
+  if (after - before <= kSlowYieldNs) return;
+  static const std::size_t cpus = usable_cpus();
+  if (own_running.load(std::memory_order_relaxed) > cpus) return;  // our own threads took the core
+  pause_until_ns.store(after + kPauseWindowNs, std::memory_order_relaxed);
 }
 
 }  // namespace moka::detail

@@ -10,8 +10,12 @@
 // spin_yield() times its yields: once one has kept the thread off its core for longer than 500 µs,
 // every spin_yield() in the process pauses instead for the next 200 ms, and the worker pool's idle
 // polls and a step's wait for its substeps (which check loaded()) go to sleep at once instead of
-// spinning, then it tries yielding again.
+// spinning, then it tries yielding again. A slow yield while more of moka's own pool threads are
+// running jobs than the process has cores does not count: it handed the core to one of them, which is
+// what the yield is for (a pipe of four stages on two cores), and pausing there would only delay it.
 #pragma once
+
+#include <cstddef>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -38,5 +42,10 @@ void spin_yield() noexcept;
 
 /// @brief True while spin_yield() pauses (a recent yield found the machine loaded).
 bool loaded() noexcept;
+
+/// @brief Tells spin_yield() how many of the process's own threads are running work and not waiting
+/// (the worker pool calls it whenever that changes). While they outnumber the cores the process may
+/// run on, a slow yield is put down to them and does not make spins pause.
+void set_own_running_threads(std::size_t n) noexcept;
 
 }  // namespace moka::detail
