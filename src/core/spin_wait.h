@@ -1,5 +1,5 @@
 // Spin-wait helpers for moka's short spins before sleeping: cpu_relax(), and spin_yield() / loaded(),
-// which stop yielding while the machine is loaded.
+// which stop yielding while other programs crowd the machine.
 //
 // Why not plain std::this_thread::yield(): on a quiet machine a yield is cheap (~0.5 µs) and lets
 // another moka thread on the same core run (a pipe with more stages than cores needs that), but on a
@@ -7,12 +7,16 @@
 // on its core, so a thread that yields while its peer is microseconds from handing it work loses its
 // core for a whole time slice (milliseconds). With two busy processes beside it, a pipe whose stages
 // yielded in their hand-off spins ran 10–50× slower than on a quiet machine (docs/benchmarks.md §4).
-// spin_yield() times its yields: once one has kept the thread off its core for longer than 500 µs,
-// every spin_yield() in the process pauses instead for the next 200 ms, and the worker pool's idle
-// polls and a step's wait for its substeps (which check loaded()) go to sleep at once instead of
-// spinning, then it tries yielding again. A slow yield while more of moka's own pool threads are
-// running jobs than the process has cores does not count: it handed the core to one of them, which is
-// what the yield is for (a pipe of four stages on two cores), and pausing there would only delay it.
+//
+// spin_yield() times its yields. When three of one thread's yields within 50 ms take longer than
+// 500 µs each, it asks whether the process itself kept the cores busy meanwhile (its CPU time over that
+// stretch, against the CPUs it may run on): if it used at least 60% of them, the yields went to moka's
+// own threads, which is what they are for; if not, other programs are taking the cores, and every
+// spin_yield() in the process pauses instead of yielding for a while (20 ms, doubling up to 320 ms
+// while the load lasts), while the worker pool's
+// idle polls and a step's wait for its substeps (which check loaded()) go to sleep at once instead of
+// spinning. Then it tries yielding again. A single slow yield is not enough: a virtual machine's
+// pauses and a sibling thread being woken on the same core make those too.
 #pragma once
 
 #include <cstddef>
@@ -34,18 +38,18 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-/// @brief One step of a spin loop that may let other threads run: a sched_yield, unless a recent
-/// yield (in any thread) lost the core for more than 500 µs — then about half a microsecond of
-/// pauses, for the next 200 ms.
+/// @brief One step of a spin loop that may let other threads run: a sched_yield, unless other
+/// programs were found crowding the machine a short while ago — then about half a microsecond of
+/// pauses (see above).
 /// Thread-safety: thread-safe.
 void spin_yield() noexcept;
 
-/// @brief True while spin_yield() pauses (a recent yield found the machine loaded).
+/// @brief True while spin_yield() pauses (other programs were found crowding the machine).
 bool loaded() noexcept;
 
-/// @brief Tells spin_yield() how many of the process's own threads are running work and not waiting
-/// (the worker pool calls it whenever that changes). While they outnumber the cores the process may
-/// run on, a slow yield is put down to them and does not make spins pause.
-void set_own_running_threads(std::size_t n) noexcept;
+/// @brief Whether a thread whose yields kept losing its core while this process used
+/// `process_cpu_rate` cores (CPU seconds per second) out of `usable_cpus` was crowded out by other
+/// programs: below 60% of the usable CPUs.
+bool crowded_out(double process_cpu_rate, std::size_t usable_cpus) noexcept;
 
 }  // namespace moka::detail

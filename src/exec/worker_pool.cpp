@@ -79,21 +79,15 @@ void WorkerPool::submitted_locked() {
   }
 }
 
-void WorkerPool::running_changed_locked() const noexcept {
-  set_own_running_threads(running_ > blocked_ ? running_ - blocked_ : 0);
-}
-
 void WorkerPool::blocking_begin() noexcept {
   std::lock_guard lk(mu_);
   ++blocked_;
-  running_changed_locked();
   wake_locked();
 }
 
 void WorkerPool::blocking_end() noexcept {
   std::lock_guard lk(mu_);
   --blocked_;
-  running_changed_locked();
 }
 
 void WorkerPool::worker_loop() {
@@ -116,7 +110,6 @@ void WorkerPool::worker_loop() {
       --queued_;
       pending_.store(queued_, std::memory_order_release);
       ++running_;
-      running_changed_locked();
       ++started_;
       if (queued_ == 0) boost_ = 0;
       wake_locked();  // more startable jobs: hand them to other workers now
@@ -130,7 +123,6 @@ void WorkerPool::worker_loop() {
       }
       lk.lock();
       --running_;
-      running_changed_locked();
       continue;
     }
     ++spinning_;

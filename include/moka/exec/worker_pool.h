@@ -58,8 +58,6 @@ class WorkerPool final : public BlockingObserver {
   void wake_locked();
   /// After queueing: publishes the count, wakes workers and the watchdog. (mu_ held)
   void submitted_locked();
-  /// Tells spin_yield() how many jobs run outside a BlockingScope (core/spin_wait.h). (mu_ held)
-  void running_changed_locked() const noexcept;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;        // sleeping workers

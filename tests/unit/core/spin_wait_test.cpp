@@ -1,11 +1,17 @@
-// Tests for spin_yield() / loaded() (src/core/spin_wait.h): a yield that loses the core to a busy thread
-// switches every spin to pausing; spin_yield stays safe to call from many threads at once (TSan).
+// Tests for spin_yield() / loaded() (src/core/spin_wait.h): yields that lose the core to another program
+// switch every spin to pausing, yields that go to the process's own threads do not, and spin_yield stays
+// safe to call from many threads at once (TSan).
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -14,7 +20,9 @@
 namespace moka::detail {
 namespace {
 
-// Pins the calling thread to `cpu`; false where the system does not let it.
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
 bool pin_to(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -22,79 +30,132 @@ bool pin_to(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
-// Runs spin_yield() on `cpu` beside a busy thread pinned to the same CPU (which a yield hands the core
-// to for the rest of a time slice, as on a loaded machine) until loaded(), `want_slow` calls that took
-// over a millisecond (counted into *slow), or 10 s. False where threads cannot pin themselves.
-bool yield_beside_busy_thread(int cpu, int want_slow, int* slow) {
-  std::atomic<bool> stop{false};
-  std::atomic<int> busy_pinned{-1};  // -1 until the busy thread has tried to pin itself, then 0 or 1
-  std::thread busy([&] {
-    busy_pinned = pin_to(cpu) ? 1 : 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
-  });
-  while (busy_pinned.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  bool pinned = busy_pinned.load() == 1;
-  if (pinned) {
-    std::thread yielder([&] {
-      pinned = pin_to(cpu);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (pinned && !loaded() && *slow < want_slow) {
-        const auto before = std::chrono::steady_clock::now();
-        if (before >= deadline) break;
-        spin_yield();
-        if (std::chrono::steady_clock::now() - before > std::chrono::milliseconds(1)) ++*slow;
-      }
-    });
-    yielder.join();
-  }
-  stop = true;
-  busy.join();
-  return pinned;
-}
-
-int first_usable_cpu() {
+std::vector<int> usable_cpu_list() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) return cpu;
-  return -1;
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  return cpus;
 }
 
-// Waits out a pause window left by an earlier test in this process.
-void wait_until_not_loaded() {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (loaded() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Yields {
+  int slow = 0;         // calls that took over a millisecond; -1 where the thread could not pin itself
+  bool loaded = false;  // loaded() when the loop ended
+};
+
+// Runs spin_yield() in a thread pinned to `cpu` until loaded(), `want_slow` calls that took over a
+// millisecond, or 10 s.
+Yields yield_on(int cpu, int want_slow) {
+  Yields y;
+  std::thread yielder([&] {
+    if (!pin_to(cpu)) {
+      y.slow = -1;
+      return;
+    }
+    const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+    while (!(y.loaded = loaded()) && y.slow < want_slow) {
+      const auto before = steady_clock::now();
+      if (before >= deadline) break;
+      spin_yield();
+      if (steady_clock::now() - before > milliseconds(1)) ++y.slow;
+    }
+  });
+  yielder.join();
+  return y;
+}
+
+// A child process spinning on one CPU, standing in for another program; killed and reaped on scope exit.
+class BusyProcess {
+ public:
+  explicit BusyProcess(int cpu) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      if (sched_setaffinity(0, sizeof(set), &set) != 0) _exit(3);
+      for (;;) {
+      }
+    }
+  }
+  ~BusyProcess() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+  /// False where it could not start or pin itself.
+  bool running() {
+    if (pid_ <= 0) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+    int status = 0;
+    return waitpid(pid_, &status, WNOHANG) == 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+TEST(SpinWait, CrowdedOutBelowSixtyPercentOfTheUsableCpus) {
+  EXPECT_TRUE(crowded_out(0.0, 1));
+  EXPECT_TRUE(crowded_out(0.5, 1));
+  EXPECT_FALSE(crowded_out(0.6, 1));
+  EXPECT_FALSE(crowded_out(1.0, 1));
+  EXPECT_TRUE(crowded_out(1.0, 2));  // two busy neighbours beside a pipe on two cores: ~0.03–1.0
+  EXPECT_FALSE(crowded_out(1.5, 2));  // four pipe stages of its own on two cores: ~1.5–2.0
+  EXPECT_TRUE(crowded_out(4.0, 16));
+  EXPECT_FALSE(crowded_out(16.0, 16));
+}
+
+TEST(SpinWait, YieldsThatLoseTheCoreToAnotherProgramSwitchSpinsToPausing) {
+  const std::vector<int> cpus = usable_cpu_list();
+  ASSERT_FALSE(cpus.empty());
+  BusyProcess busy(cpus[0]);  // a yield hands it the core for the rest of a time slice
+  if (!busy.running()) GTEST_SKIP() << "could not start a busy process pinned to CPU " << cpus[0];
+  const Yields y = yield_on(cpus[0], 1 << 30);
+  if (y.slow < 0) GTEST_SKIP() << "this system does not let a thread pin itself to CPU " << cpus[0];
+  EXPECT_TRUE(y.loaded) << "yields beside a busy process on the same CPU did not switch spins to pausing in 10 s ("
+                        << y.slow << " took over 1 ms)";
+}
+
+TEST(SpinWait, YieldsThatGoToOwnThreadsKeepYielding) {
+  // Outwait a pause window left by an earlier test in this process.
+  const auto calm = steady_clock::now() + std::chrono::seconds(2);
+  while (loaded() && steady_clock::now() < calm) std::this_thread::sleep_for(milliseconds(5));
   ASSERT_FALSE(loaded()) << "a pause window outlasted 2 s";
-}
-
-TEST(SpinWait, AYieldThatLosesTheCoreSwitchesSpinsToPausing) {
-  const int cpu = first_usable_cpu();
-  ASSERT_GE(cpu, 0);
-  set_own_running_threads(0);
-  int slow = 0;
-  if (!yield_beside_busy_thread(cpu, 1 << 30, &slow))
-    GTEST_SKIP() << "this system does not let a thread pin itself to CPU " << cpu;
-  EXPECT_TRUE(loaded()) << "no yield lost the core to a busy thread pinned to the same CPU within 10 s";
-  // While loaded, spin_yield pauses and returns (no yield).
-  for (int i = 0; i < 1000; ++i) spin_yield();
-}
-
-TEST(SpinWait, SlowYieldsAreNotLoadWhileOwnThreadsOutnumberTheCores) {
-  wait_until_not_loaded();
-  const int cpu = first_usable_cpu();
-  ASSERT_GE(cpu, 0);
-  // As the worker pool reports when more of its jobs run than there are cores: the yields lose the
-  // core as above, and that is what they are for.
-  set_own_running_threads(std::size_t{1} << 20);
-  int slow = 0;
-  const bool pinned = yield_beside_busy_thread(cpu, 3, &slow);
-  const bool was_loaded = loaded();
-  set_own_running_threads(0);
-  if (!pinned) GTEST_SKIP() << "this system does not let a thread pin itself to CPU " << cpu;
-  EXPECT_EQ(slow, 3) << "no yield lost the core to a busy thread pinned to the same CPU within 10 s";
-  EXPECT_FALSE(was_loaded) << "a slow yield switched spins to pausing although own threads outnumber the cores";
+  const std::vector<int> cpus = usable_cpu_list();
+  ASSERT_FALSE(cpus.empty());
+  // Busy threads of this process on every usable CPU: the yields lose the core, but to this process.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (std::size_t i = 0; i < cpus.size() && i < 64; ++i)
+    busy.emplace_back([&, cpu = cpus[i]] {
+      pin_to(cpu);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  const auto wall0 = steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  const Yields y = yield_on(cpus[0], 6);
+  const double rate = (process_cpu_seconds() - cpu0) / std::chrono::duration<double>(steady_clock::now() - wall0).count();
+  stop = true;
+  for (auto& t : busy) t.join();
+  if (y.slow < 0) GTEST_SKIP() << "this system does not let a thread pin itself to CPU " << cpus[0];
+  if (rate < 0.8 * static_cast<double>(cpus.size()))
+    GTEST_SKIP() << "other programs held the CPUs (this process used " << rate << " of " << cpus.size()
+                 << "): cannot tell own threads from theirs here";
+  EXPECT_EQ(y.slow, 6) << "no yield lost the core to a busy thread pinned to the same CPU within 10 s";
+  EXPECT_FALSE(y.loaded) << "yields that went to this process's own threads switched spins to pausing";
 }
 
 TEST(SpinWait, ManyThreadsSpinAtOnce) {
@@ -105,12 +166,11 @@ TEST(SpinWait, ManyThreadsSpinAtOnce) {
       for (int i = 0; i < 2000; ++i) {
         spin_yield();
         cpu_relax();
-        if (loaded()) calls.fetch_add(1, std::memory_order_relaxed);
         calls.fetch_add(1, std::memory_order_relaxed);
       }
     });
   for (auto& th : threads) th.join();
-  EXPECT_GE(calls.load(), 8 * 2000);
+  EXPECT_EQ(calls.load(), 8 * 2000);
 }
 
 }  // namespace
