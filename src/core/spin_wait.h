@@ -19,6 +19,7 @@
 // pauses and a sibling thread being woken on the same core make those too.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,6 +47,19 @@ void spin_yield() noexcept;
 
 /// @brief True while spin_yield() pauses (other programs were found crowding the machine).
 bool loaded() noexcept;
+
+/// @brief Spins (spin_yield) until `ready()` holds, `spin_time` has passed, or the machine is found
+/// loaded; returns whether `ready()` held. The clock and loaded() are checked every 16 tries.
+/// The caller sleeps on its own condition when this returns false.
+template <class Ready>
+bool spin_yield_until(std::chrono::microseconds spin_time, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + spin_time;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 15 && (std::chrono::steady_clock::now() >= deadline || loaded())) return false;
+    spin_yield();
+  }
+}
 
 /// @brief Whether a thread whose yields kept losing its core while this process used
 /// `process_cpu_rate` cores (CPU seconds per second) out of `usable_cpus` was crowded out by other

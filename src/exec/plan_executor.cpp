@@ -85,11 +85,7 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   });
 
   BlockingScope blocking;  // on a pool worker: let the queued substeps run meanwhile
-  const auto spin_deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-  for (int i = 0; !block->settled(*c); ++i) {
-    if ((i & 15) == 15 && (std::chrono::steady_clock::now() >= spin_deadline || loaded())) break;
-    spin_yield();  // pauses instead while the machine is loaded (core/spin_wait.h)
-  }
+  spin_yield_until(std::chrono::microseconds(50), [&] { return block->settled(*c); });
   std::unique_lock lk(block->mu);
   block->cv.wait(lk, [&] { return block->settled(*c); });
   if (block->remaining.load() != 0) {

@@ -15,15 +15,6 @@ constexpr auto kIdleTimeout = std::chrono::seconds(30);
 constexpr auto kSpinTime = std::chrono::microseconds(50);
 constexpr auto kWatchdogTick = std::chrono::milliseconds(1);
 constexpr int kWatchdogIdleTicks = 100;  // then it sleeps until the next submit
-
-bool spin_until(const std::atomic<std::size_t>& pending) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
-  for (int i = 0;; ++i) {
-    if (pending.load(std::memory_order_acquire) != 0) return true;
-    if ((i & 15) == 15 && (std::chrono::steady_clock::now() >= deadline || loaded())) return false;
-    spin_yield();  // pauses instead while the machine is loaded (core/spin_wait.h)
-  }
-}
 }  // namespace
 
 WorkerPool& WorkerPool::global() {
@@ -127,7 +118,7 @@ void WorkerPool::worker_loop() {
     }
     ++spinning_;
     lk.unlock();
-    spin_until(pending_);
+    spin_yield_until(kSpinTime, [&] { return pending_.load(std::memory_order_acquire) != 0; });
     lk.lock();
     --spinning_;
     if (can_start()) continue;

@@ -158,6 +158,25 @@ TEST(SpinWait, YieldsThatGoToOwnThreadsKeepYielding) {
   EXPECT_FALSE(y.loaded) << "yields that went to this process's own threads switched spins to pausing";
 }
 
+TEST(SpinWait, SpinYieldUntilReturnsWhenReadyOrAfterItsSpinTime) {
+  int tries = 0;
+  EXPECT_TRUE(spin_yield_until(std::chrono::microseconds(50), [&] { return ++tries == 5; }));
+  EXPECT_EQ(tries, 5) << "ready() is asked once per spin, and spinning stops as soon as it holds";
+
+  std::atomic<bool> flag{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(milliseconds(5));
+    flag.store(true);
+  });
+  const auto start = steady_clock::now();
+  EXPECT_FALSE(spin_yield_until(std::chrono::microseconds(50), [&] { return flag.load(); }))
+      << "a condition that holds only after 5 ms is not awaited past the 50 µs spin time";
+  setter.join();
+  // Generous: a preempted VM thread may stop for a while, but not for the setter's whole 5 ms plus.
+  EXPECT_LT(steady_clock::now() - start, milliseconds(250));
+  EXPECT_TRUE(spin_yield_until(std::chrono::microseconds(50), [&] { return flag.load(); }));
+}
+
 TEST(SpinWait, ManyThreadsSpinAtOnce) {
   std::vector<std::thread> threads;
   std::atomic<int64_t> calls{0};
