@@ -171,11 +171,9 @@ NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
           net->name()));
     replaced = std::move(it->second);
     it->second = std::move(net);
-    bump_generation();
     return it->second.get();
   }
   std::string name = net->name();
-  bump_generation();
   return nets_.emplace(std::move(name), std::move(net)).first->second.get();
 }
 
@@ -192,7 +190,6 @@ bool Workspace::remove_net(std::string_view name) {
   if (it == nets_.end()) return false;
   doomed = std::move(it->second);
   nets_.erase(it);
-  bump_generation();
   return true;
 }
 

@@ -30,10 +30,22 @@ SimpleNet* PlanContext::net(Workspace& ws, const std::string& name, const std::s
   std::lock_guard lk(created_mu);
   const bool first_use = created.emplace(&ws, name).second;
   NetBase* existing = first_use ? nullptr : ws.get_net(name);
-  if (existing == nullptr) return create_net(ws, *it->second, /*overwrite=*/true);
+  if (existing == nullptr) {
+    SimpleNet* made = create_net(ws, *it->second, /*overwrite=*/true);
+    if (&ws == plan_ws) plan_ws_nets.emplace_back(name, made->serial());
+    return made;
+  }
   auto* net = dynamic_cast<SimpleNet*>(existing);
   if (!net) throw InvalidInput(fmt::format("Network {} not found.", name));
   return net;
+}
+
+bool PlanContext::plan_ws_nets_intact() const {
+  for (const auto& [name, serial] : plan_ws_nets) {
+    const NetBase* n = plan_ws->get_net(name);
+    if (n == nullptr || n->serial() != serial) return false;
+  }
+  return true;
 }
 
 namespace {

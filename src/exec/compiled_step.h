@@ -32,10 +32,17 @@ struct PlanContext {
   uint64_t run_id = 0;                    // which run of a PreparedPlan this is (set between runs)
   std::mutex created_mu;
   std::set<std::pair<const Workspace*, std::string>> created;  // nets instantiated by this run
+  // The plan's workspace, and the nets instantiated there (by name and NetBase::serial()) since
+  // the context was made: another plan may replace them between runs, which a reuse must notice.
+  // (Nets in child workspaces are private to the plan's own steps.)
+  const Workspace* plan_ws = nullptr;
+  std::vector<std::pair<std::string, uint64_t>> plan_ws_nets;
 
   /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
   /// run are re-created on first use, as Caffe2 does).
   SimpleNet* net(Workspace& ws, const std::string& name, const std::string& step_name);
+  /// Every net in plan_ws_nets is still the one registered under its name in plan_ws.
+  bool plan_ws_nets_intact() const;
   bool external_stop() const {
     return (options.cancel && options.cancel->cancelled()) || (options.should_continue && !options.should_continue());
   }
@@ -93,7 +100,7 @@ class CompiledStep {
   std::exception_ptr first_exception() const;
   void cancel();
   /// A create_workspace step: true when it can serve another execution — it ran without
-  /// failure or cancellation, nothing created or removed blobs or nets in its child workspace
+  /// failure or cancellation, nothing created or removed blobs in its child workspace
   /// at run time, and the parent chain is unchanged since it was compiled.
   bool recyclable() const;
   /// Empties the child workspace (keeping its blobs, which operators point to) for reuse.

@@ -183,7 +183,8 @@ void execute(StepWrapper& w) {
 }
 
 // What a plan run keeps: the context and top-level step wrappers (with their instantiated nets),
-// reusable by the next run when the run ended cleanly and the workspace chain is unchanged.
+// reusable by the next run when the run ended cleanly, the workspace chain has the same blobs and
+// the nets the plan registered in its workspace are still there.
 struct RunState {
   RunState(Workspace& w, const PlanDef& p) : ws(w), plan(p) {}
   Workspace& ws;
@@ -202,7 +203,8 @@ struct RunState {
 };
 
 void run_steps(RunState& st, const RunOptions& options) {
-  const bool reuse = st.reusable && st.ws.chain_generation() == st.generation_after;
+  const bool reuse =
+      st.reusable && st.ws.chain_generation() == st.generation_after && st.ctx->plan_ws_nets_intact();
   st.reusable = false;
   if (reuse) {
     st.ctx->options = options;
@@ -212,6 +214,7 @@ void run_steps(RunState& st, const RunOptions& options) {
   } else {
     st.drop();
     st.ctx = std::make_shared<PlanContext>(st.plan.network, options);
+    st.ctx->plan_ws = &st.ws;
     ++st.instantiations;
   }
   PlanContext& ctx = *st.ctx;

@@ -84,12 +84,14 @@ class Workspace {
   const std::string& root_folder() const noexcept { return root_folder_; }
   void set_root_folder(std::string folder) { root_folder_ = std::move(folder); }
 
-  /// @brief A count that changes whenever a blob or net of this workspace (not of its parents)
-  /// is created, removed or renamed, or blobs are forwarded into it.
+  /// @brief A count that changes whenever a blob of this workspace (not of its parents) is
+  /// created, removed or renamed, or blobs are forwarded into it.
   ///
   /// Instantiated nets hold pointers to blobs and resolve names once; a prepared plan compares
   /// chain_generation() with the value it saw to know whether its bindings are still those a
-  /// fresh instantiation would make. Thread-safety: an atomic read.
+  /// fresh instantiation would make. Registering or removing a net does not change it (other
+  /// plans' nets do not bind to nets by pointer; a plan checks its own by NetBase::serial()).
+  /// Thread-safety: an atomic read.
   uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
   /// The sum of generation() over this workspace and its parents (changes when any of them does).
   uint64_t chain_generation() const noexcept;

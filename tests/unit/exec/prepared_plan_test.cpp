@@ -79,13 +79,14 @@ TEST(PreparedPlan, ReusesNetsAndRecycledChildWorkspacesBetweenRuns) {
   EXPECT_FALSE(ws.has_blob("private_out"));  // private blobs never reach the parent
 }
 
-TEST(PreparedPlan, GlobalBlobsPersistAndResultsMatchRunPlan) {
+// Adds `step` to the int64 blob "total" three times, with nets "init" (step into "one") and "add".
+PlanDef count_plan(const std::string& name, int64_t step) {
   PlanDef plan;
-  plan.name = "count";
+  plan.name = name;
   NetDef init;
   init.name = "init";
   init.op.push_back(make_op("ConstantFill", {}, {"one"},
-                            {make_arg("shape", std::vector<int64_t>{}), make_arg("value", int64_t{1}),
+                            {make_arg("shape", std::vector<int64_t>{}), make_arg("value", step),
                              make_arg("dtype", int64_t{10})}));
   NetDef add;
   add.name = "add";
@@ -94,6 +95,11 @@ TEST(PreparedPlan, GlobalBlobsPersistAndResultsMatchRunPlan) {
   ExecutionStepDef loop = net_step("loop", {"init", "add"});
   loop.num_iter = 3;
   plan.execution_step.push_back(loop);
+  return plan;
+}
+
+TEST(PreparedPlan, GlobalBlobsPersistAndResultsMatchRunPlan) {
+  const PlanDef plan = count_plan("count", 1);
 
   Workspace fresh, prepared_ws;
   for (Workspace* w : {&fresh, &prepared_ws})
@@ -129,6 +135,66 @@ TEST(PreparedPlan, ChangedWorkspaceMeansFreshInstantiation) {
   ws.remove_blob("unrelated");
   prepared.run();
   EXPECT_EQ(prepared.num_instantiations(), 4);
+}
+
+TEST(PreparedPlan, PlansTakingTurnsInOneWorkspaceEachInstantiateOnce) {
+  // A job's epoch and its checkpoint nets, or a benchmark's reset and its pipe: the nets one plan
+  // registers must not make the other instantiate afresh every time.
+  register_prepared_test_ops();
+  reset_counts();
+  Workspace ws;
+  ws.create_blob("total")->get_mutable<Tensor>() = Tensor::scalar<int64_t>(0);
+  PreparedPlan ones(ws, count_plan("ones", 1));
+  PlanDef twos_def = count_plan("twos", 2);  // the same work under other net names
+  twos_def.network[0].name = "twos_init";
+  twos_def.network[1].name = "twos_add";
+  twos_def.execution_step[0].network = {"twos_init", "twos_add"};
+  PreparedPlan twos(ws, twos_def);
+  PreparedPlan instances(ws, instances_plan(4));
+  for (int i = 0; i < 5; ++i) {
+    ones.run();
+    twos.run();
+    instances.run();
+  }
+  EXPECT_EQ(ones.num_instantiations(), 1);
+  EXPECT_EQ(twos.num_instantiations(), 1);
+  EXPECT_EQ(instances.num_instantiations(), 1);
+  EXPECT_EQ(g_builds.load(), 4);
+  EXPECT_EQ(g_calls.load(), 5 * 4);
+  EXPECT_EQ(ws.blob("total").get<Tensor>().item<int64_t>(), 5 * (3 + 6));
+}
+
+TEST(PreparedPlan, ReplacedOrRemovedNetMeansFreshInstantiation) {
+  // Two plans whose nets share names ("init", "add") but not definitions: each run must replace
+  // the other's nets with its own, or a plan would run the other's operators (or freed ones).
+  Workspace ws;
+  ws.create_blob("total")->get_mutable<Tensor>() = Tensor::scalar<int64_t>(0);
+  PreparedPlan ones(ws, count_plan("ones", 1));
+  PreparedPlan tens(ws, count_plan("tens", 10));
+  int64_t expected = 0;
+  for (int i = 0; i < 3; ++i) {
+    ones.run();
+    expected += 3;
+    EXPECT_EQ(ws.blob("total").get<Tensor>().item<int64_t>(), expected);
+    tens.run();
+    expected += 30;
+    EXPECT_EQ(ws.blob("total").get<Tensor>().item<int64_t>(), expected);
+  }
+  EXPECT_EQ(ones.num_instantiations(), 3);
+  EXPECT_EQ(tens.num_instantiations(), 3);
+
+  tens.run();  // its nets are in place now
+  EXPECT_EQ(tens.num_instantiations(), 3);
+  ASSERT_TRUE(ws.remove_net("add"));
+  tens.run();
+  EXPECT_EQ(tens.num_instantiations(), 4);
+  // The same definition registered anew is a different net object (which may even sit at the
+  // old one's address): the plan instantiates its own again rather than run one it did not make.
+  create_net(ws, count_plan("tens", 10).network[1], /*overwrite=*/true);
+  tens.run();
+  EXPECT_EQ(tens.num_instantiations(), 5);
+  expected += 3 * 30;
+  EXPECT_EQ(ws.blob("total").get<Tensor>().item<int64_t>(), expected);
 }
 
 TEST(PreparedPlan, FailedOrCancelledRunIsNotReused) {
@@ -184,7 +250,7 @@ TEST(PreparedPlan, OneRunAtATime) {
   prepared.run();  // free again
 }
 
-TEST(PreparedPlan, WorkspaceGenerationTracksBlobsAndNets) {
+TEST(PreparedPlan, WorkspaceGenerationTracksBlobsNotNets) {
   Workspace root;
   Workspace child(&root);
   const uint64_t g0 = root.generation(), c0 = child.chain_generation();
@@ -201,6 +267,14 @@ TEST(PreparedPlan, WorkspaceGenerationTracksBlobsAndNets) {
   child.create_blob("b");  // the parent's blob: no change anywhere
   EXPECT_EQ(root.generation(), g2);
   EXPECT_EQ(child.generation(), 0u);
+  // Nets: each object has its own serial; registering or replacing one leaves the generation alone.
+  NetDef n;
+  n.name = "n";
+  const uint64_t s1 = create_net(root, n)->serial();
+  const uint64_t s2 = create_net(root, n, /*overwrite=*/true)->serial();
+  EXPECT_GT(s2, s1);
+  EXPECT_TRUE(root.remove_net("n"));
+  EXPECT_EQ(root.generation(), g2);
   child.create_local_blob("c");
   child.get_blob("c")->get_mutable<Tensor>() = Tensor::scalar<int64_t>(2);
   child.reset_local_blobs();
