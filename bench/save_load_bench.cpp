@@ -7,6 +7,7 @@
 //   save_load_bench [--bytes=N] [--blobs=10,10000] [--backends=minidb,leveldb,lmdb] [--reps=3]
 //                   [--cold] [--dir=DIR] [--direct]
 //   Environment: MOKA_BENCH_SAVE_BYTES, MOKA_BENCH_REPS, MOKA_BENCH_COLD=1, MOKA_BENCH_DIR.
+//   --dir (default /tmp): where the run makes its own scratch directory, removed at the end.
 //
 // Plain save: one file, write() of every tensor's bytes, fsync, rename, fsync of the directory (what a
 // durable checkpoint writer must do at least). Plain load: read() of that file into freshly allocated
@@ -16,6 +17,7 @@
 // Cursor::read_value + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page cache
 // (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -53,7 +55,7 @@ struct Config {
   int reps = 3;
   bool cold = false;
   bool direct = false;
-  std::string dir = "/tmp/moka_save_load_bench";
+  std::string dir = "/tmp";  // the parent of the scratch directory the run makes (and removes)
 };
 
 std::vector<std::string> split(std::string_view s) {
@@ -290,8 +292,14 @@ void remove_path(const std::string& p) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Config cfg = parse(argc, argv);
+  Config cfg = parse(argc, argv);
+  // Work in a fresh directory of our own under --dir and remove only that: --dir=/tmp must not
+  // empty /tmp.
   std::filesystem::create_directories(cfg.dir);
+  std::string scratch = cfg.dir + "/moka-save-load-bench-XXXXXX";
+  if (::mkdtemp(scratch.data()) == nullptr)
+    throw std::runtime_error(fmt::format("cannot make a scratch directory in {}: {}", cfg.dir, std::strerror(errno)));
+  cfg.dir = scratch;
   if (cfg.cold) drop_page_cache();  // fail early without root
   const double mib = static_cast<double>(cfg.bytes) / (1 << 20);
   fmt::print("save_load_bench: {:.0f} MiB of float tensors, {} repetitions, {} page cache, {}, dir {}\n", mib,

@@ -25,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -154,7 +155,8 @@ def main():
     p.add_argument("--blobs", default="10,10000")
     p.add_argument("--reps", type=int, default=int(os.environ.get("MOKA_BENCH_REPS", 3)))
     p.add_argument("--cold", action="store_true", default=os.environ.get("MOKA_BENCH_COLD") == "1")
-    p.add_argument("--dir", default=os.environ.get("MOKA_BENCH_DIR", "/tmp/moka_torch_save_bench"))
+    p.add_argument("--dir", default=os.environ.get("MOKA_BENCH_DIR", "/tmp"),
+                   help="where the run makes (and then removes) its own scratch directory")
     p.add_argument("--no-install", action="store_true")
     p.add_argument("--moka", metavar="PATH", help="save_load_bench binary to run in the same repetitions")
     a = p.parse_args()
@@ -164,6 +166,7 @@ def main():
     torch = import_torch(not a.no_install)
     torch.set_num_threads(1)
     os.makedirs(a.dir, exist_ok=True)
+    a.dir = tempfile.mkdtemp(prefix="moka-torch-save-bench-", dir=a.dir)  # removed at the end, not --dir itself
     mib = a.bytes / (1 << 20)
     print(f"torch_save_bench: torch {torch.__version__}, Python {sys.version.split()[0]} ({sys.executable}), "
           f"{mib:.0f} MiB float32, {a.reps} repetitions, {'cold' if a.cold else 'warm'} page cache, dir {a.dir}")
