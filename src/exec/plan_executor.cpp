@@ -285,6 +285,24 @@ void PreparedPlan::run(const RunOptions& options) {
   detail::run_steps(state_->run, options);
 }
 
+void PreparedPlan::unregister_nets() {
+  if (state_->running.exchange(true))
+    throw InvalidInput(fmt::format("plan \"{}\" is running: its nets cannot be unregistered now", state_->plan->name));
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running.store(false); }
+  } done{state_->running};
+  detail::RunState& st = state_->run;
+  if (!st.ctx || st.abandoned) return;  // abandoned: a stuck worker may still be inside them
+  const auto own = std::move(st.ctx->plan_ws_nets);
+  st.drop();
+  st.reusable = false;
+  for (const auto& [name, serial] : own) {
+    const NetBase* n = st.ws.get_net(name);
+    if (n != nullptr && n->serial() == serial) st.ws.remove_net(name);
+  }
+}
+
 const PlanDef& PreparedPlan::plan() const noexcept { return *state_->plan; }
 Workspace& PreparedPlan::workspace() const noexcept { return state_->run.ws; }
 int64_t PreparedPlan::num_instantiations() const noexcept { return state_->run.instantiations; }

@@ -37,8 +37,17 @@ void LocalSession::check_open() const {
 }
 
 LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::function<TaskGroup()>& make_group) {
+  // Runnables nobody holds any more cannot be run again: drop them (a job makes a new checkpoint
+  // TaskGroup every epoch; kept, they grew the session and its workspaces without bound).
+  // Comparing owners (control blocks), not addresses: an expired entry keeps its control block,
+  // so a new runnable never matches an old one.
+  std::erase_if(cache_, [](auto& entry) {
+    if (!entry.first.expired()) return false;
+    if (entry.second->prepared) entry.second->prepared->unregister_nets();
+    return true;
+  });
   for (auto& [k, c] : cache_)
-    if (k == key) return *c;
+    if (!k.owner_before(key) && !key.owner_before(k)) return *c;
   auto c = std::make_unique<Compiled>();
   TaskGroup group = make_group();
   c->def = compile_group(group, c->outputs);
@@ -47,17 +56,17 @@ LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::fu
 }
 
 const TaskGroupDef& LocalSession::compile(TaskGroup& group) {
-  return compiled_for(group, [&] { return group; }).def;
+  return compiled_for(group.identity(), [&] { return group; }).def;
 }
 
 void LocalSession::run(TaskGroup& group) {
   check_open();
-  run_compiled(compiled_for(group, [&] { return group; }));
+  run_compiled(compiled_for(group.identity(), [&] { return group; }));
 }
 
 void LocalSession::run(const Task& task) {
   check_open();
-  run_compiled(compiled_for(task, [&] {
+  run_compiled(compiled_for(task.identity(), [&] {
     TaskGroup g(WorkspaceType::Global);
     g.add(task);
     return g;
@@ -66,14 +75,14 @@ void LocalSession::run(const Task& task) {
 
 void LocalSession::run(const ExecutionStep& step) {
   check_open();
-  run_compiled(compiled_for(step, [&] {
+  run_compiled(compiled_for(step.identity(), [&] {
     return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); });
   }));
 }
 
 void LocalSession::run(const Plan& plan) {
   check_open();
-  run_compiled(compiled_for(plan, [&] {
+  run_compiled(compiled_for(plan.identity(), [&] {
     const std::vector<ExecutionStep> steps = plan.steps();
     if (steps.empty()) throw InvalidInput("LocalSession: the plan has no steps");
     return TaskGroup(WorkspaceType::Global, [&] {
@@ -88,7 +97,7 @@ void LocalSession::run(const Plan& plan) {
 
 void LocalSession::run(const Net& net) {
   check_open();
-  run_compiled(compiled_for(net, [&] {
+  run_compiled(compiled_for(net.identity(), [&] {
     return TaskGroup(WorkspaceType::Global, [&] { Task({}, execution_step("runnable", net)); });
   }));
 }

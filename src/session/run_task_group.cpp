@@ -64,6 +64,10 @@ PreparedTaskGroup::PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspa
 
 PreparedTaskGroup::~PreparedTaskGroup() = default;
 
+void PreparedTaskGroup::unregister_nets() {
+  for (auto& plan : plans_) plan->unregister_nets();
+}
+
 void PreparedTaskGroup::run(const RunOptions& options) {
   for (const auto& node : group_.nodes) {
     Workspace& ws = workspaces_.node(node.node);

@@ -97,6 +97,9 @@ class ExecutionStep {
   ExecutionStepDef proto() const;
 
   friend bool operator==(const ExecutionStep& a, const ExecutionStep& b) noexcept { return a.state_ == b.state_; }
+  /// An identity that expires when the last handle to this step is gone (a session keys its
+  /// compiled runnables by it, and drops them once nobody can run them again).
+  std::weak_ptr<const void> identity() const noexcept { return state_; }
 
  private:
   friend class Plan;

@@ -210,6 +210,9 @@ class Net {
   bool is_frozen() const noexcept;
 
   friend bool operator==(const Net& a, const Net& b) noexcept { return a.state_ == b.state_; }
+  /// An identity that expires when the last handle to this net is gone (a session keys its
+  /// compiled runnables by it, and drops them once nobody can run them again).
+  std::weak_ptr<const void> identity() const noexcept { return state_; }
 
  private:
   struct FromState {};

@@ -54,6 +54,9 @@ class Plan {
   PlanDef proto() const;
 
   friend bool operator==(const Plan& a, const Plan& b) noexcept { return a.state_ == b.state_; }
+  /// An identity that expires when the last handle to this plan is gone (a session keys its
+  /// compiled runnables by it, and drops them once nobody can run them again).
+  std::weak_ptr<const void> identity() const noexcept { return state_; }
 
  private:
   std::shared_ptr<detail::PlanState> state_;

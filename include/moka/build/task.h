@@ -84,6 +84,9 @@ class Task {
   /// "Task(name=local/task, node=local, outputs=[])"
   std::string repr() const;
   bool operator==(const Task& o) const { return state_ == o.state_; }
+  /// An identity that expires when the last handle to this task is gone (a session keys its
+  /// compiled runnables by it, and drops them once nobody can run them again).
+  std::weak_ptr<const void> identity() const noexcept { return state_; }
 
  private:
   friend class TaskGroup;

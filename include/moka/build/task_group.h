@@ -61,6 +61,9 @@ class TaskGroup {
   /// "TaskGroup(tasks=[], workspace_type=None, remote_nets=[])"
   std::string repr() const;
   bool operator==(const TaskGroup& o) const { return state_ == o.state_; }
+  /// An identity that expires when the last handle to this group is gone (a session keys its
+  /// compiled runnables by it, and drops them once nobody can run them again).
+  std::weak_ptr<const void> identity() const noexcept { return state_; }
 
  private:
   friend class Task;

@@ -43,6 +43,13 @@ class PreparedPlan {
   /// @brief Runs the plan (Caffe2's Workspace::RunPlan); errors as run_plan's.
   void run(const RunOptions& options = {});
 
+  /// @brief Drops the instantiated nets: removes from the workspace the nets this plan registered
+  /// there that are still its own (not replaced since by another plan or the user), and forgets
+  /// the rest, so a later run instantiates afresh. For an owner that will not run the plan again
+  /// (LocalSession dropping a runnable nobody holds). Not while a run is in progress
+  /// (InvalidInput); nothing is removed after a run left a worker stuck in an operator.
+  void unregister_nets();
+
   const PlanDef& plan() const noexcept;
   Workspace& workspace() const noexcept;
   /// How many runs instantiated the plan afresh (1 after the first run; more when the

@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "moka/build/plan.h"
@@ -54,7 +53,8 @@ class LocalSession final : public Session {
   void run(const Net& net) override;
 
   /// The per-node definition this session runs for group (compiling it if needed); it
-  /// serialises with to_json() and runs with `moka run`.
+  /// serialises with to_json() and runs with `moka run`. The reference is valid while group is
+  /// (the session drops what it compiled for a runnable once nobody holds it).
   const TaskGroupDef& compile(TaskGroup& group);
 
   /// A node's workspace ("local" by default), for inspection.
@@ -73,7 +73,9 @@ class LocalSession final : public Session {
     bool outputs_set = false;
     std::unique_ptr<PreparedTaskGroup> prepared;  // made by the first run
   };
-  using Key = std::variant<TaskGroup, Task, ExecutionStep, Plan, Net>;
+  // Keyed by the runnable's identity (TaskGroup::identity() etc.): an entry whose runnable is gone
+  // can never be asked for again, so the next lookup drops it, and the nets its plans registered.
+  using Key = std::weak_ptr<const void>;
   Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_group);
   void run_compiled(Compiled& c);
   void check_open() const;
@@ -83,6 +85,10 @@ class LocalSession final : public Session {
   // where the output's closure keeps the session alive).
   std::shared_ptr<NodeWorkspaces> workspaces_;
   std::vector<std::pair<Key, std::unique_ptr<Compiled>>> cache_;
+
+ public:
+  /// How many compiled runnables the session holds (for tests and benchmarks).
+  std::size_t num_compiled() const noexcept { return cache_.size(); }
   bool closed_ = false;
 };
 

@@ -42,6 +42,8 @@ class PreparedTaskGroup {
 
   void run(const RunOptions& options = {});
   const TaskGroupDef& def() const noexcept { return group_; }
+  /// PreparedPlan::unregister_nets on every node's plan.
+  void unregister_nets();
 
  private:
   TaskGroupDef group_;

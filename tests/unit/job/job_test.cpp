@@ -255,6 +255,25 @@ TEST(JobRunner, ResumeFromMissingCheckpointNamesTheFile) {
   }
 }
 
+TEST(JobRunner, LongJobsDoNotGrowTheSessionPerEpoch) {
+  // Every epoch's save is a new TaskGroup; before the session dropped unreachable ones, each left
+  // its compiled plan and its nets behind (three nets per epoch, ~50 KiB of memory).
+  TempDir dir;
+  auto run = [&](int64_t epochs) {
+    LocalSession session;
+    const std::string ckpt = dir.str() + "/" + std::to_string(epochs);
+    fs::create_directories(ckpt);
+    auto cm = std::make_shared<MultiNodeCheckpointManager>(ckpt, "minidb");
+    EXPECT_EQ(JobRunner(counting_job(epochs), cm).train(session), epochs);
+    EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), epochs);
+    return std::pair{session.num_compiled(), session.workspace("n").nets().size()};
+  };
+  const auto short_job = run(3);
+  const auto long_job = run(60);
+  EXPECT_EQ(long_job.first, short_job.first) << "compiled runnables kept";
+  EXPECT_EQ(long_job.second, short_job.second) << "nets registered in the node workspace";
+}
+
 // Decision 9: path_prefix and path_type apply to every operation, save and existence checks included.
 TEST(CheckpointManager, PathPrefixHonouredEverywhere) {
   TempDir dir;

@@ -78,6 +78,48 @@ TEST(LocalSession, CompilesOncePerSessionAndRerunsAccumulate) {
   EXPECT_EQ(count.fetch<int64_t>(), 3);
 }
 
+TEST(LocalSession, DropsWhatItCompiledForRunnablesNobodyHolds) {
+  // A job makes a new checkpoint TaskGroup every epoch. The session must not keep each one's plan
+  // and nets for ever; what is still held stays compiled, and outputs of dropped ones stay readable.
+  LocalSession session;
+  TaskGroup held(WorkspaceType::Global, [&] { Task([&] { ops::Const(1, {.blob_out = "held"}); }); });
+  session.run(held);
+  const TaskGroupDef* held_def = &session.compile(held);
+  const std::size_t nets_before = session.workspace().nets().size();
+  TaskOutput last;
+  for (int i = 0; i < 50; ++i) {
+    TaskGroup per_epoch(WorkspaceType::Global, [&] {
+      Task([&] { last = final_output(ops::Const(int64_t{i}, {.blob_out = "per_epoch"})); });
+    });
+    session.run(per_epoch);
+  }
+  EXPECT_EQ(session.num_compiled(), 2u) << "the held group and the last one run";
+  EXPECT_LE(session.workspace().nets().size(), nets_before + 2) << "dropped groups' nets are unregistered";
+  EXPECT_EQ(last.fetch<int64_t>(), 49);
+  EXPECT_EQ(session.fetch("local", "per_epoch").item<int64_t>(), 49);
+
+  session.run(held);
+  EXPECT_EQ(session.num_compiled(), 1u);
+  EXPECT_EQ(&session.compile(held), held_def) << "a group still held is neither dropped nor recompiled";
+  EXPECT_EQ(session.fetch("local", "held").item<int64_t>(), 1);
+
+  // A dropped Net's registered net goes; one registered under its name by someone else stays.
+  for (const bool replaced : {false, true}) {
+    std::optional<Net> mine(Net(replaced ? "replaced" : "mine"));
+    mine->op("ConstantFill", {}, {"from_mine"}, {{"shape", std::vector<int64_t>{}}, {"value", 3.0}});
+    session.run(*mine);
+    NetDef registered;
+    for (const auto& name : session.workspace().nets())
+      if (name.find(mine->name()) != std::string::npos) registered.name = name;
+    ASSERT_FALSE(registered.name.empty()) << "the net's plan registered no net named after it";
+    if (replaced) create_net(session.workspace(), registered, /*overwrite=*/true);
+    mine.reset();
+    session.run(held);  // the lookup drops the net's entry
+    EXPECT_EQ(session.num_compiled(), 1u);
+    EXPECT_EQ(session.workspace().get_net(registered.name) != nullptr, replaced) << registered.name;
+  }
+}
+
 TEST(LocalSession, LocalSetupRunsOncePerNodePerRun) {
   TaskOutput inits;
   TaskGroup tg([&] {
