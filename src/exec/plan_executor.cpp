@@ -255,6 +255,21 @@ void run_plan(Workspace& ws, const PlanDef& plan, const RunOptions& options) {
 }
 
 namespace detail {
+// Holds `busy` for one call of a PreparedPlan; a call that finds it held throws InvalidInput(message()).
+class OneAtATime {
+ public:
+  template <class Message>
+  OneAtATime(std::atomic<bool>& busy, Message message) : busy_(busy) {
+    if (busy_.exchange(true)) throw InvalidInput(message());
+  }
+  ~OneAtATime() { busy_.store(false); }
+  OneAtATime(const OneAtATime&) = delete;
+  OneAtATime& operator=(const OneAtATime&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
 struct PreparedState {
   PreparedState(Workspace& ws, PlanDef p) : plan(std::make_shared<const PlanDef>(std::move(p))), run(ws, *plan) {}
   ~PreparedState() {
@@ -275,23 +290,16 @@ PreparedPlan::~PreparedPlan() = default;
 
 void PreparedPlan::run(const RunOptions& options) {
   if (state_->plan->execution_step.empty()) return;
-  if (state_->running.exchange(true))
-    throw InvalidInput(fmt::format("plan \"{}\" is already running; a PreparedPlan runs one run at a time",
-                                   state_->plan->name));
-  struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running.store(false); }
-  } done{state_->running};
+  detail::OneAtATime busy(state_->running, [&] {
+    return fmt::format("plan \"{}\" is already running; a PreparedPlan runs one run at a time", state_->plan->name);
+  });
   detail::run_steps(state_->run, options);
 }
 
 void PreparedPlan::unregister_nets() {
-  if (state_->running.exchange(true))
-    throw InvalidInput(fmt::format("plan \"{}\" is running: its nets cannot be unregistered now", state_->plan->name));
-  struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running.store(false); }
-  } done{state_->running};
+  detail::OneAtATime busy(state_->running, [&] {
+    return fmt::format("plan \"{}\" is running: its nets cannot be unregistered now", state_->plan->name);
+  });
   detail::RunState& st = state_->run;
   if (!st.ctx || st.abandoned) return;  // abandoned: a stuck worker may still be inside them
   const auto own = std::move(st.ctx->plan_ws_nets);

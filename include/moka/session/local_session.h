@@ -63,6 +63,9 @@ class LocalSession final : public Session {
   /// The value of blob on node (a copy of its tensor).
   Tensor fetch(const std::string& node, const std::string& blob) const;
 
+  /// How many compiled runnables the session holds (for tests and benchmarks).
+  std::size_t num_compiled() const noexcept { return cache_.size(); }
+
   void close() override { closed_ = true; }
   bool is_closed() const override { return closed_; }
 
@@ -85,10 +88,6 @@ class LocalSession final : public Session {
   // where the output's closure keeps the session alive).
   std::shared_ptr<NodeWorkspaces> workspaces_;
   std::vector<std::pair<Key, std::unique_ptr<Compiled>>> cache_;
-
- public:
-  /// How many compiled runnables the session holds (for tests and benchmarks).
-  std::size_t num_compiled() const noexcept { return cache_.size(); }
   bool closed_ = false;
 };
 
