@@ -112,13 +112,27 @@ std::vector<std::string> CheckpointManager::blob_list() const {
 }
 
 Task CheckpointManager::timed_task(const std::string& cp_op_name, const std::function<void()>& add_op) {
+  // The timer and its result get the same names in every task of this manager and operation (Caffe2
+  // named them after each new task's net): a job saves every epoch, and a new pair of blobs per save
+  // grew the node workspace for ever and, changing its set of blobs, made the session instantiate
+  // the epoch group afresh every epoch.
+  const std::string prefix = fmt::format("{}/{}", node_name_, cp_op_name);
+  const BlobRef timer_blob(prefix + "/timer");
+  const BlobRef duration_blob(prefix + "/duration_ns");
   Task task;
   Node(run_node_, [&] {
     task = Task({.name = cp_op_name}, [&] {
       BlobRef timer;
-      ops::task_init([&] { timer = ops::TimerBegin({}, {}, {{"counter_name", node_name_}}); });
+      ops::task_init([&] {
+        // Both emptied first: a task that failed before its exit left its timer running (TimerBegin
+        // would refuse it) and must not report the duration of an earlier one.
+        for (const BlobRef& b : {timer_blob, duration_blob})
+          ops::ConstantFill({}, {b}, {{"shape", std::vector<int64_t>{0}}, {"dtype", DType::Int64}});
+        timer = ops::TimerBegin({}, {timer_blob}, {{"counter_name", node_name_}});
+      });
       add_op();
-      ops::task_exit([&] { current_checkpoint_duration_ = final_output(ops::TimerGetAndEnd(timer)); });
+      ops::task_exit(
+          [&] { current_checkpoint_duration_ = final_output(ops::TimerGetAndEnd(timer, {duration_blob})); });
     });
   });
   return task;

@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -259,6 +262,13 @@ TEST(JobRunner, LongJobsDoNotGrowTheSessionPerEpoch) {
   // Every epoch's save is a new TaskGroup; before the session dropped unreachable ones, each left
   // its compiled plan and its nets behind (three nets per epoch, ~50 KiB of memory).
   TempDir dir;
+  auto run_blobs = [&](int64_t epochs) {
+    LocalSession session;
+    const std::string ckpt = dir.str() + "/b" + std::to_string(epochs);
+    fs::create_directories(ckpt);
+    JobRunner(counting_job(epochs), std::make_shared<MultiNodeCheckpointManager>(ckpt, "minidb")).train(session);
+    return session.workspace("n").blobs().size();
+  };
   auto run = [&](int64_t epochs) {
     LocalSession session;
     const std::string ckpt = dir.str() + "/" + std::to_string(epochs);
@@ -272,6 +282,50 @@ TEST(JobRunner, LongJobsDoNotGrowTheSessionPerEpoch) {
   const auto long_job = run(60);
   EXPECT_EQ(long_job.first, short_job.first) << "compiled runnables kept";
   EXPECT_EQ(long_job.second, short_job.second) << "nets registered in the node workspace";
+  EXPECT_EQ(run_blobs(60), run_blobs(3)) << "blobs in the node workspace";
+}
+
+TEST(JobRunner, SavesAfterAFailedOneStillWork) {
+  // The checkpoint timer keeps its blob from save to save: a save that fails half-way must not
+  // leave it running, or every later save would fail on "TimerBegin on an already running timer".
+  TempDir dir;
+  fs::create_directories(dir.str() + "/n.0");  // epoch 0's DB cannot be published over a directory
+  LocalSession session;
+  JobRunner runner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                   {.tolerate_save_failures = true});
+  EXPECT_EQ(runner.train(session), 3);
+  EXPECT_EQ(runner.save_failures(), 1) << runner.last_save_error();
+  for (int epoch = 1; epoch <= 3; ++epoch) EXPECT_TRUE(fs::is_regular_file(dir.str() + "/n." + std::to_string(epoch)));
+}
+
+TEST(JobRunner, EpochGroupIsInstantiatedOnceAcrossCheckpointedEpochs) {
+  // The checkpoint saves between epochs must not make the epoch group's plan instantiate afresh:
+  // its operators are constructed once for the whole job (decision 11).
+  static std::atomic<int> builds{0};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_callable_operator(OpSchema("JobTestCountedBuild").inputs(0).outputs(0, 1).doc("test: counts builds"), [] {
+      ++builds;
+      return [](std::span<Blob* const>, std::span<Blob* const>) {};
+    });
+  });
+  builds = 0;
+  TempDir dir;
+  LocalSession session;
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  Job job([&](Job& j) {
+    Node("n", [&] {
+      j.init_group([&] { Task([&] { ops::Const(0, {.blob_out = "count"}); }); });
+      Task({.workspace_type = WorkspaceType::Global}, [&] {
+        ops::op("JobTestCountedBuild", {}, {});
+        ops::Add({"count", ops::Const(1)}, {"count"});
+      });
+      epoch_limiter(j, 10);
+    });
+  });
+  EXPECT_EQ(JobRunner(job, cm).train(session), 10);
+  EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), 10);
+  EXPECT_EQ(builds.load(), 1) << "the epoch group was instantiated again between epochs";
 }
 
 // Decision 9: path_prefix and path_type apply to every operation, save and existence checks included.
