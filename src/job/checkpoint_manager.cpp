@@ -71,9 +71,9 @@ Task CheckpointManager::init(const std::optional<std::vector<std::string>>& node
     run_node_ = Node::current_name();
   }
   const BlobRef blob_names = flavor_.blob_names;
-  Task task;
+  std::optional<Task> task;  // not `Task task;`: a Task made here would join the active group
   Node(run_node_, [&] {
-    task = Task({.outputs = {TaskOutput(blob_names)}}, [&] {
+    task.emplace(TaskOptions{.outputs = {TaskOutput(blob_names)}}, [&] {
       if (retrieve_from_epoch) {
         ops::op("Load", {}, {blob_names},
                 {{"db", path_for(*retrieve_from_epoch, path_prefix_)},
@@ -87,8 +87,8 @@ Task CheckpointManager::init(const std::optional<std::vector<std::string>>& node
       }
     });
   });
-  names_output_ = task.outputs().front();
-  return task;
+  names_output_ = task->outputs().front();
+  return *task;
 }
 
 void CheckpointManager::check_initialized(const char* what) const {
@@ -119,9 +119,9 @@ Task CheckpointManager::timed_task(const std::string& cp_op_name, const std::fun
   const std::string prefix = fmt::format("{}/{}", node_name_, cp_op_name);
   const BlobRef timer_blob(prefix + "/timer");
   const BlobRef duration_blob(prefix + "/duration_ns");
-  Task task;
+  std::optional<Task> task;  // not `Task task;`: a Task made here would join the active group
   Node(run_node_, [&] {
-    task = Task({.name = cp_op_name}, [&] {
+    task.emplace(TaskOptions{.name = cp_op_name}, [&] {
       BlobRef timer;
       ops::task_init([&] {
         // Both emptied first: a task that failed before its exit left its timer running (TimerBegin
@@ -135,7 +135,7 @@ Task CheckpointManager::timed_task(const std::string& cp_op_name, const std::fun
           [&] { current_checkpoint_duration_ = final_output(ops::TimerGetAndEnd(timer, {duration_blob})); });
     });
   });
-  return task;
+  return *task;
 }
 
 Task CheckpointManager::load(int64_t epoch, const std::optional<std::string>& path_prefix,
@@ -164,17 +164,17 @@ Task CheckpointManager::check_db_exists(int64_t epoch) {
   if (run_node_.empty()) run_node_ = Node::current_name();
   const std::string db = db_path(epoch);
   const std::string type = io_type(std::nullopt);
-  Task task;
+  std::optional<Task> task;  // not `Task task;`: a Task made here would join the active group
   Node(run_node_, [&] {
     BlobRef existence;
-    task = Task([&] {
+    task.emplace([&] {
       existence = ops::Const(false);
       // DBExists's argument is `db_name`, not `db` (§20).
       ops::op("DBExists", {}, {existence}, {{"db_name", db}, {"db_type", type}, {"absolute_path", 1}});
     });
-    task.add_output(existence);
+    task->add_output(existence);
   });
-  return task;
+  return *task;
 }
 
 Task CheckpointManager::save(int64_t epoch) {

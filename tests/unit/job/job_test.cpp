@@ -276,6 +276,9 @@ TEST(JobRunner, LongJobsDoNotGrowTheSessionPerEpoch) {
     auto cm = std::make_shared<MultiNodeCheckpointManager>(ckpt, "minidb");
     EXPECT_EQ(JobRunner(counting_job(epochs), cm).train(session), epochs);
     EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), epochs);
+    // Only the job's node: the manager's tasks once brought an empty task (and a default-output
+    // blob per save) onto node "local" as well.
+    EXPECT_EQ(session.workspaces().nodes(), std::vector<std::string>{"n"});
     return std::pair{session.num_compiled(), session.workspace("n").nets().size()};
   };
   const auto short_job = run(3);
