@@ -75,6 +75,7 @@ int64_t JobRunner::train(Session& session) {
   if (cm) {
     TaskGroup init = cm->init_task_group(nodes, resume_from_epoch);
     session.run(init);
+    make_checkpoint_dirs();
     if (from_scratch) {
       save_checkpoints(0, session, false);
     } else {
@@ -109,6 +110,19 @@ std::string JobRunner::checkpoint_dir() const {
   if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", nodes.front()));
   const std::string dir = std::filesystem::path(*db).parent_path().string();
   return dir.empty() ? std::string(".") : dir;
+}
+
+void JobRunner::make_checkpoint_dirs() const {
+  // Every node's DB directory (a path_prefix may put nodes apart). Best effort: one that cannot be
+  // made fails the first save, naming the file (decision 8).
+  const CheckpointManagerBase& cm = *checkpoint_manager_;
+  for (const auto& node : cm.node_names()) {
+    const std::optional<std::string> db = cm.get_ckpt_db_name(node, 0);
+    if (!db) continue;
+    const std::filesystem::path dir = std::filesystem::path(*db).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  }
 }
 
 void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {

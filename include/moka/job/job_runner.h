@@ -86,6 +86,8 @@ class JobRunner {
   bool load_checkpoint(int64_t epoch, Session& session);
   // The directory of the node DBs (and manifests) of the manager.
   std::string checkpoint_dir() const;
+  // Creates the directories the checkpoint DBs go to (Caffe2's minidb needed them to exist).
+  void make_checkpoint_dirs() const;
   void log(std::string_view message) const;
 
   Job job_;

@@ -236,8 +236,8 @@ TEST(Caffe2Checkpoint, test_upload_checkpoint) {
   }
 }
 
-// §4.4 test_ckpt_save_failure. Caffe2 used "/tmp/path_does_not_exist/"; moka's Save may create
-// missing directories, so the prefix is a path *under a regular file*, which no save can create.
+// §4.4 test_ckpt_save_failure. Caffe2 used "/tmp/path_does_not_exist/"; moka's JobRunner creates
+// missing checkpoint directories, so the prefix is a path *under a regular file*, which nobody can create.
 // Decision 8: by default the first failed save (epoch 0) fails train(); with
 // tolerate_save_failures the job completes as in Caffe2 and every save (epochs 0..4) is counted.
 TEST(Caffe2Checkpoint, test_ckpt_save_failure) {

@@ -288,6 +288,14 @@ TEST(JobRunner, LongJobsDoNotGrowTheSessionPerEpoch) {
   EXPECT_EQ(run_blobs(60), run_blobs(3)) << "blobs in the node workspace";
 }
 
+TEST(JobRunner, MakesTheCheckpointDirectory) {
+  TempDir dir;
+  const std::string ckpt = dir.str() + "/not/yet/there";
+  LocalSession session;
+  EXPECT_EQ(JobRunner(counting_job(2), std::make_shared<MultiNodeCheckpointManager>(ckpt, "minidb")).train(session), 2);
+  for (int epoch = 0; epoch <= 2; ++epoch) EXPECT_TRUE(fs::is_regular_file(ckpt + "/n." + std::to_string(epoch)));
+}
+
 TEST(JobRunner, SavesAfterAFailedOneStillWork) {
   // The checkpoint timer keeps its blob from save to save: a save that fails half-way must not
   // leave it running, or every later save would fail on "TimerBegin on an already running timer".
