@@ -246,8 +246,18 @@ TEST(PreparedPlan, OneRunAtATime) {
   std::thread t([&] { prepared.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_THROW(prepared.run(), InvalidInput);
+  EXPECT_THROW(prepared.unregister_nets(), InvalidInput) << "its nets are in use";
   t.join();
   prepared.run();  // free again
+  EXPECT_EQ(prepared.num_instantiations(), 1);
+
+  // Between runs: its net leaves the workspace, and a later run instantiates afresh.
+  ASSERT_NE(ws.get_net("n"), nullptr);
+  prepared.unregister_nets();
+  EXPECT_EQ(ws.get_net("n"), nullptr);
+  prepared.run();
+  EXPECT_EQ(prepared.num_instantiations(), 2);
+  EXPECT_NE(ws.get_net("n"), nullptr);
 }
 
 TEST(PreparedPlan, WorkspaceGenerationTracksBlobsNotNets) {
