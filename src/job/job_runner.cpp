@@ -14,6 +14,12 @@ namespace moka {
 
 namespace {
 
+// The directory a checkpoint DB path lies in ("." for a bare name).
+std::string db_dir(const std::string& db) {
+  const std::string dir = std::filesystem::path(db).parent_path().string();
+  return dir.empty() ? std::string(".") : dir;
+}
+
 // Python's truth value of a fetched stop condition: one element, bool or number.
 bool truth_of(const TaskOutput& output) {
   const Tensor t = output.fetch();
@@ -108,8 +114,7 @@ std::string JobRunner::checkpoint_dir() const {
   if (nodes.empty()) throw InvalidInput("JobRunner: the checkpoint manager has no nodes (nothing to checkpoint)");
   const std::optional<std::string> db = cm.get_ckpt_db_name(nodes.front(), 0);
   if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", nodes.front()));
-  const std::string dir = std::filesystem::path(*db).parent_path().string();
-  return dir.empty() ? std::string(".") : dir;
+  return db_dir(*db);
 }
 
 void JobRunner::make_checkpoint_dirs() const {
@@ -119,9 +124,8 @@ void JobRunner::make_checkpoint_dirs() const {
   for (const auto& node : cm.node_names()) {
     const std::optional<std::string> db = cm.get_ckpt_db_name(node, 0);
     if (!db) continue;
-    const std::filesystem::path dir = std::filesystem::path(*db).parent_path();
     std::error_code ec;
-    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    std::filesystem::create_directories(db_dir(*db), ec);
   }
 }
 
