@@ -21,6 +21,7 @@
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
+#include "io/write_behind.h"
 #include "io/xxh3_fast.h"
 
 // Header-only use of xxHash for the small hashes (headers, index, chain); record payloads go through
@@ -40,7 +41,7 @@ constexpr size_t kRecordHeaderSize = 32;
 constexpr size_t kTrailerSize = 64;
 constexpr size_t kIndexEntryFixed = 20;       // u64 offset, u64 value_len, u32 key_len
 constexpr size_t kWriteBufferSize = 4 << 20;  // sequential writes in 4 MiB pieces
-constexpr size_t kDirectWriteMin = 32 << 10;  // pieces this large skip the buffer (one copy fewer)
+constexpr size_t kWritesInFlight = 2;         // full buffers the writer thread may hold at once
 constexpr size_t kCopyChunk = 8 << 20;
 
 // All integers are little-endian on disk whatever the host is.
@@ -134,26 +135,6 @@ void preadv_all(int fd, iovec* iov, int n, uint64_t off, const std::string& path
   }
 }
 
-// Writes a then b with as few writev() calls as the kernel allows.
-void writev_all(int fd, const char* a, size_t an, const char* b, size_t bn, const std::string& path) {
-  while (an + bn > 0) {
-    iovec iov[2] = {{const_cast<char*>(a), an}, {const_cast<char*>(b), bn}};
-    const int first = an > 0 ? 0 : 1;
-    const ssize_t put = ::writev(fd, iov + first, 2 - first);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      throw RuntimeError(fmt::format("minidb file '{}': write failed: {}", path, errno_text(errno)));
-    }
-    size_t done = static_cast<size_t>(put);
-    const size_t from_a = std::min(done, an);
-    a += from_a;
-    an -= from_a;
-    done -= from_a;
-    b += done;
-    bn -= done;
-  }
-}
-
 void write_all(int fd, const char* buf, size_t n, const std::string& path) {
   while (n > 0) {
     const ssize_t put = ::write(fd, buf, n);
@@ -163,20 +144,6 @@ void write_all(int fd, const char* buf, size_t n, const std::string& path) {
     }
     buf += put;
     n -= static_cast<size_t>(put);
-  }
-}
-
-// Writes exactly n bytes at off (the descriptor's file offset stays where it was).
-void pwrite_all(int fd, const char* buf, size_t n, uint64_t off, const std::string& path) {
-  while (n > 0) {
-    const ssize_t put = ::pwrite(fd, buf, n, static_cast<off_t>(off));
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      throw RuntimeError(fmt::format("minidb file '{}': write at offset {} failed: {}", path, off, errno_text(errno)));
-    }
-    buf += put;
-    n -= static_cast<size_t>(put);
-    off += static_cast<uint64_t>(put);
   }
 }
 
@@ -667,8 +634,9 @@ class MiniWriter {
 
   // A put whose value arrives in parts (Transaction::begin_put; the transaction checks the
   // sequence and the sizes). The record header goes out as a placeholder; key and parts are hashed
-  // and written as they come, each while it is still in cache from the caller's own pass; end_put
-  // fills the header in, in the buffer or, once it reached the file, with a pwrite.
+  // and copied into the write buffer as they come, each while it is still in cache from the caller's
+  // own pass; end_put fills the header in, in the buffer or, once that went to the writer thread,
+  // with a write of its own queued behind it.
   void begin_put(std::string_view key, uint64_t value_size) {
     check_writable(key);
     const uint64_t offset = pos_;
@@ -688,12 +656,7 @@ class MiniWriter {
     const OpenPut p = *stream_;
     char h[kRecordHeaderSize];
     fill_record_header(h, key.size(), p.value_size, p.hash.digest(), p.offset);
-    const uint64_t buf_start = pos_ - buf_.size();
-    if (p.offset >= buf_start) {
-      std::memcpy(buf_.data() + (p.offset - buf_start), h, kRecordHeaderSize);
-    } else {
-      guarded([&] { pwrite_all(fd_.get(), h, kRecordHeaderSize, p.offset, tmp_path_); });
-    }
+    patch(p.offset, h, kRecordHeaderSize);
     stream_.reset();
     XXH3_64bits_update(state_.get(), h, kRecordHeaderSize);
     staged(key, Loc{p.offset, p.value_size}, pending);
@@ -709,8 +672,13 @@ class MiniWriter {
       buf_.resize(offset - buf_start);
     } else {
       buf_.clear();
-      if (::ftruncate(fd_.get(), static_cast<off_t>(offset)) != 0 ||
-          ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_SET) < 0) {
+      try {
+        behind_->wait();  // nothing queued may land beyond the new end
+      } catch (const std::exception& e) {
+        broken_ = e.what();
+        return;
+      }
+      if (::ftruncate(fd_.get(), static_cast<off_t>(offset)) != 0) {
         broken_ = fmt::format("dropping an abandoned put failed: {}", errno_text(errno));
         return;
       }
@@ -742,6 +710,7 @@ class MiniWriter {
   void abandon() noexcept {
     if (closed_) return;
     closed_ = true;
+    behind_.reset();  // before the descriptor it writes to closes
     if (fd_) {
       fd_.reset();
       ::unlink(tmp_path_.c_str());
@@ -803,6 +772,7 @@ class MiniWriter {
   }
 
   void open_tmp() {
+    behind_.reset();
     ::unlink(tmp_path_.c_str());  // a leftover of a crashed process that had our pid
     fd_ = Fd(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd_)
@@ -868,25 +838,56 @@ class MiniWriter {
     published_fd_.reset();
   }
 
-  // Buffered sequential append. Pieces of kDirectWriteMin or more go to the kernel from where they
-  // are, in one writev() with what is buffered: copying them into the buffer first would be a
-  // second pass over the bytes, and one system call per 32 KiB or more costs little.
+  // Buffered sequential append: bytes are copied into buf_ (while still in cache from hashing), and
+  // each full buffer goes to the writer thread, which writes it while this thread fills the next, so
+  // hashing and the kernel's copy run on two cores. Small DBs never fill one: publish() writes them.
   void append(const char* p, size_t n) {
-    if (n >= kDirectWriteMin) {
-      guarded([&] { writev_all(fd_.get(), buf_.data(), buf_.size(), p, n, tmp_path_); });
-      pos_ += n;
-      buf_.clear();
-      return;
+    while (n > 0) {
+      if (buf_.size() == kWriteBufferSize) hand_over_buffer();
+      const size_t take = std::min(n, kWriteBufferSize - buf_.size());
+      buf_.append(p, take);
+      p += take;
+      n -= take;
+      pos_ += take;
     }
-    if (buf_.size() + n > kWriteBufferSize) flush();
-    buf_.append(p, n);
-    pos_ += n;
   }
 
-  void flush() {
-    if (!buf_.empty()) guarded([&] { write_all(fd_.get(), buf_.data(), buf_.size(), tmp_path_); });
+  void hand_over_buffer() {
+    if (!behind_)
+      behind_ = std::make_unique<WriteBehind>(fd_.get(), what_tmp(), kWritesInFlight * kWriteBufferSize);
+    const uint64_t at = pos_ - buf_.size();
+    guarded([&] { behind_->write(at, std::move(buf_)); });
+    // After write(), which waited for room if the writer was behind: a buffer it finished is spare
+    // then, so steady state cycles kWritesInFlight + 1 buffers without allocating (fresh pages cost
+    // a fault each).
+    buf_ = behind_->spare_buffer();
+    buf_.clear();
+    buf_.reserve(kWriteBufferSize);
+  }
+
+  // Everything appended so far is in the file (at its offsets) when this returns.
+  void write_out() {
+    if (behind_) guarded([&] { behind_->wait(); });
+    if (!buf_.empty())
+      guarded([&] { pwrite_all(fd_.get(), buf_.data(), buf_.size(), pos_ - buf_.size(), what_tmp()); });
     buf_.clear();
   }
+
+  // Overwrites [offset, offset + n), appended earlier: the part still in buf_ there, the part handed
+  // over with a write queued behind it (a placeholder may straddle the two).
+  void patch(uint64_t offset, const char* bytes, size_t n) {
+    const uint64_t buf_start = pos_ - buf_.size();
+    if (offset + n > buf_start) {
+      const uint64_t from = std::max(offset, buf_start);
+      std::memcpy(buf_.data() + (from - buf_start), bytes + (from - offset), offset + n - from);
+    }
+    if (offset < buf_start) {
+      const size_t out = static_cast<size_t>(std::min<uint64_t>(offset + n, buf_start) - offset);
+      guarded([&] { behind_->write(offset, std::string(bytes, out)); });
+    }
+  }
+
+  std::string what_tmp() const { return fmt::format("minidb file '{}'", tmp_path_); }
 
   // Index + trailer, fsync, rename over path, fsync the directory: readers see the old or the new file.
   void publish() {
@@ -909,9 +910,9 @@ class MiniWriter {
     put_u64(t + 40, index_offset + index.size() + kTrailerSize);
     put_u64(t + 48, hash_header(t, 48, 0));
     std::memcpy(t + 56, kTrailerMagic, 8);
-    flush();
-    write_all(fd_.get(), index.data(), index.size(), tmp_path_);
-    write_all(fd_.get(), t, kTrailerSize, tmp_path_);
+    write_out();
+    pwrite_all(fd_.get(), index.data(), index.size(), index_offset, what_tmp());
+    pwrite_all(fd_.get(), t, kTrailerSize, index_offset + index.size(), what_tmp());
     if (::fsync(fd_.get()) != 0)
       throw RuntimeError(fmt::format("minidb '{}': fsync of {} failed: {}", path_, tmp_path_, errno_text(errno)));
     if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
@@ -919,6 +920,7 @@ class MiniWriter {
     fsync_parent_dir(path_);
     // The tmp descriptor was write-only: keep a read descriptor of the published file, the
     // source of the next tmp copy (it stays valid even if path is replaced later).
+    behind_.reset();
     fd_.reset();
     published_fd_ = Fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     published_data_end_ = index_offset;
@@ -932,8 +934,9 @@ class MiniWriter {
   Fd fd_;                  // the tmp file being written; empty right after a publish
   Fd published_fd_;        // the last published file (read-only), source of the next copy
   uint64_t published_data_end_ = 0;
-  uint64_t pos_ = 0;       // logical end of the tmp file (buffer included)
-  std::string buf_;
+  uint64_t pos_ = 0;       // logical end of the tmp file (buffer and queued writes included)
+  std::string buf_;                      // bytes [pos_ - size, pos_) not yet handed to behind_
+  std::unique_ptr<WriteBehind> behind_;  // the writer thread of fd_, started by the first full buffer
   struct FreeState {
     void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
   };

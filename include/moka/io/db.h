@@ -104,8 +104,9 @@ class Transaction {
   /// @brief A put whose value arrives in parts: begin_put(key, value_size), then put_part() until
   /// exactly value_size bytes have arrived, then end_put(). Each part is read during the call only,
   /// so a caller can hand over a large value piece by piece while each piece is still in cache.
-  /// minidb hashes and writes each part as it comes (save_blobs' path: no intermediate copy, one
-  /// trip through memory); the default collects the parts and puts the whole value at end_put().
+  /// minidb hashes each part and copies it into its write buffer as it comes (save_blobs' path: the
+  /// bytes cross memory once, and a writer thread of the DB writes full buffers meanwhile); the
+  /// default collects the parts and puts the whole value at end_put().
   ///
   /// Errors (RuntimeError naming the key): begin_put, put, put_pieces or commit while a put is open;
   /// put_part or end_put with none open; a part beyond value_size, or end_put before value_size

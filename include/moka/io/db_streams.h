@@ -17,7 +17,7 @@ namespace moka {
 
 /// @brief A ByteSink that streams each record serialize_blob produces into the transaction:
 /// begin_record → Transaction::begin_put, write → put_part, end_record → end_put. Tensor bytes
-/// go from tensor storage to the DB piece by piece (minidb hashes and writes each piece while it is
+/// go from tensor storage to the DB piece by piece (minidb hashes and buffers each piece while it is
 /// still in cache from the serializer's own checksum pass), never copied into a record string.
 /// @code
 ///   auto txn = db->new_transaction();
