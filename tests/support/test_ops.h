@@ -22,12 +22,14 @@ class TestError : public Error {
 /// Shared state of the test operators; reset() before each test.
 struct TestOpState {
   std::atomic<bool> stuck_run{false};
+  std::atomic<int> stuck_blocking_runs{0};  // StuckBlocking operators that entered run()
   std::atomic<int> cancel_count{0};
   std::atomic<int> blocking_error_runs{0};
   std::atomic<bool> release_blocked{false};  // lets a BlockingError op that ignored cancel finish at test end
   std::atomic<int> counter{0};
   void reset() {
     stuck_run = false;
+    stuck_blocking_runs = 0;
     cancel_count = 0;
     blocking_error_runs = 0;
     release_blocked = false;

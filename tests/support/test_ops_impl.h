@@ -18,6 +18,7 @@ class StuckBlockingOp final : public OperatorBase {
   using OperatorBase::OperatorBase;
   bool run() override {
     test_state().stuck_run = true;
+    test_state().stuck_blocking_runs++;
     std::unique_lock lk(mu_);
     cv_.wait(lk, [&] { return cancelled_; });
     return true;

@@ -127,9 +127,10 @@ TEST_F(RunTaskGroup, ExternalCancelStopsEveryNodeWithoutError) {
   NodeWorkspaces ws;
   RunOptions opts;
   opts.cancel = std::make_shared<CancelToken>();
+  // Cancel once both nodes' operators are running (a fixed delay after the first one started was
+  // too short under TSan for the second node to start: then only one operator saw cancel()).
   std::thread canceller([&] {
-    while (!test_state().stuck_run) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (test_state().stuck_blocking_runs < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     opts.cancel->cancel();
   });
   EXPECT_NO_THROW(run_task_group(g, ws, opts));
