@@ -6,7 +6,10 @@
 // serial_in_order input filter that copies a batch out of the source (as ReadNextBatch does), a parallel
 // filter adding the constant into a new buffer (as Add does) and a serial_in_order filter appending to the
 // destination (as AtomicAppend does), with 64 tokens (the queue's capacity). Items are records (rows).
-// Benchmarks run in registration order: TBB first, then moka reporting vs_tbb = moka rate / TBB rate.
+// Benchmarks run in registration order: TBB first, then moka reporting vs_tbb = moka rate / TBB rate:
+// BM_Moka with Concurrency::threads (every task instance on a pool worker), BM_MokaFibers with
+// Concurrency::fibers (all of them on one thread, taking turns at the queue — one core, as TBB's
+// one-thread arena; with threads = 2 it runs four task instances on that one thread).
 // MOKA_BENCH_BUSY=N runs N spinning processes beside it (a loaded machine; see busy_neighbours.h).
 #include <benchmark/benchmark.h>
 #include <tbb/parallel_pipeline.h>
@@ -110,12 +113,15 @@ void BM_Tbb(benchmark::State& state) {
     state.SkipWithError("tbb: wrong result");
 }
 
-void BM_Moka(benchmark::State& state) {
+// The moka pipe; `concurrency` says how the two pipes' task instances share threads.
+void run_moka(benchmark::State& state, const char* impl, moka::Concurrency concurrency) {
   const int64_t batch = state.range(0);
   const auto threads = static_cast<int32_t>(state.range(1));
   const int64_t rows = rows_for(batch);
 
-  moka::LocalSession session;
+  moka::LocalSessionOptions options;
+  options.run.concurrency = concurrency;
+  moka::LocalSession session(options);
   moka::Net init("pipe_bench_init");
   moka::schema::Struct data({{"val", moka::schema::Scalar(moka::Tensor::vector<float>(source_data(rows)))}});
   const Field src_blobs = moka::name_scope("pb_src", [&] { return moka::schema::NewRecord(init, data); });
@@ -145,15 +151,21 @@ void BM_Moka(benchmark::State& state) {
   session.run(tg);  // compiles the group (cached by the session) and warms the workers up
 
   timed(
-      state, "moka", rows, [&] { session.run(reset); }, [&] { session.run(tg); });
+      state, impl, rows, [&] { session.run(reset); }, [&] { session.run(tg); });
 
   const Field got = moka::schema::FetchRecord(dst.content(), session.workspace());
   const moka::Tensor& t = *got["val"].value();
-  if (t.numel() != rows) state.SkipWithError("moka: wrong number of rows");
-  const double mine = rates()["moka/" + key(batch, threads)];
+  if (t.numel() != rows || t.data<float>()[rows - 1] != static_cast<float>(rows - 1) + kAddend)
+    state.SkipWithError("moka: wrong result");
+  const double mine = rates()[std::string(impl) + "/" + key(batch, threads)];
   auto it = rates().find("tbb/" + key(batch, threads));
   if (it != rates().end() && it->second > 0) state.counters["vs_tbb"] = benchmark::Counter(mine / it->second);
 }
+
+// Every pipe's task instances on the pool's threads, at once (Caffe2's model).
+void BM_Moka(benchmark::State& state) { run_moka(state, "moka", moka::Concurrency::threads); }
+// All task instances of the node as fibers on one thread, taking turns at the queue.
+void BM_MokaFibers(benchmark::State& state) { run_moka(state, "moka_fibers", moka::Concurrency::fibers); }
 
 void args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"batch", "threads"});
@@ -166,3 +178,4 @@ void args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Tbb)->Apply(args);
 BENCHMARK(BM_Moka)->Apply(args);
+BENCHMARK(BM_MokaFibers)->Apply(args);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "moka/core/error.h"
+#include "moka/ops/registry.h"
 
 namespace moka::detail {
 
@@ -71,6 +72,20 @@ void inject_workspace_id(Workspace& ws, PlanContext& ctx) {
       Tensor::scalar<int32_t>(static_cast<int32_t>(seq + (static_cast<uint32_t>(node_id) << 16)));
 }
 
+// Whether the subtree of step may run on fibers: no report steps, and every operator fiber-safe.
+bool fiber_safe_subtree(const ExecutionStepDef& step, const PlanContext& ctx) {
+  if (step.report_net || step.run_every_ms) return false;
+  const OperatorRegistry& reg = OperatorRegistry::global();
+  for (const auto& name : step.network) {
+    auto it = ctx.net_defs.find(name);
+    if (it == ctx.net_defs.end()) return false;
+    for (const auto& op : it->second->op)
+      if (!reg.is_fiber_safe(op.type)) return false;
+  }
+  return std::all_of(step.substep.begin(), step.substep.end(),
+                     [&](const ExecutionStepDef& sub) { return fiber_safe_subtree(sub, ctx); });
+}
+
 }  // namespace
 
 CompiledStep::CompiledStep(const ExecutionStepDef& s, Workspace* parent_ws, PlanContext& c)
@@ -103,6 +118,9 @@ CompiledStep::CompiledStep(const ExecutionStepDef& s, Workspace* parent_ws, Plan
     report_net = ctx.net(*ws, *step.report_net, step.name);
   }
   if (owned_ws) own_generation = owned_ws->generation();
+  const bool concurrent = (step.concurrent_substeps.value_or(false) && step.substep.size() > 1) ||
+                          step.num_concurrent_instances.value_or(1) > 1;
+  fiber_safe = concurrent && fiber_safe_subtree(step, ctx);
 }
 
 bool CompiledStep::recyclable() const {

@@ -118,6 +118,7 @@ class CompiledStep {
   SimpleNet* report_net = nullptr;
   Blob* should_stop_blob = nullptr;
   int64_t max_iters = 1;  // INT64_MAX for "until should_stop"
+  bool fiber_safe = false;  // a concurrent step whose subtree may run on fibers (Concurrency::fibers)
   std::atomic<bool> cancelled{false};
   std::atomic<bool> got_failure{false};
   uint64_t parent_generation = 0;  // parent chain's generation when compiled

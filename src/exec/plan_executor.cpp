@@ -12,6 +12,7 @@
 
 #include "core/spin_wait.h"
 #include "exec/compiled_step.h"
+#include "exec/fiber.h"
 #include "exec/reporter.h"
 #include "moka/core/error.h"
 #include "moka/exec/prepared_plan.h"
@@ -102,6 +103,16 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   if (auto ex = c->first_exception()) std::rethrow_exception(ex);
 }
 
+// One iteration of a concurrent step with Concurrency::fibers: the same jobs, as fibers on this thread.
+// Jobs end on their own after a failure (run_job cancelled the siblings, which closes their queues),
+// so no job can be stuck and there is no timeout to wait out.
+void run_concurrent_iteration_on_fibers(CompiledStep& c) {
+  const std::size_t n = c.recurring.size();
+  const std::size_t instances = static_cast<std::size_t>(std::max(1, c.step.num_concurrent_instances.value_or(1)));
+  run_on_fibers(n * instances, [&c, n](std::size_t j) { (void)run_job(c, j % n); });
+  if (auto ex = c.first_exception()) std::rethrow_exception(ex);
+}
+
 void run_body(const std::shared_ptr<CompiledStep>& cp) {
   CompiledStep& c = *cp;
   const ExecutionStepDef& step = c.step;
@@ -115,7 +126,10 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
           if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
         }
       } else {
-        run_concurrent_iteration(cp);
+        if (c.fiber_safe && c.ctx.options.concurrency == Concurrency::fibers)
+          run_concurrent_iteration_on_fibers(c);
+        else
+          run_concurrent_iteration(cp);
         if (c.should_stop()) return;
       }
     }

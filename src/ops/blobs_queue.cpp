@@ -1,5 +1,5 @@
 // BlobsQueue: lock-free ring of swapped-in records (per-slot sequence numbers), a short spin, then sleeping
-// on condition variables that are notified only when somebody sleeps.
+// on condition variables that are notified only when somebody sleeps (in a fiber: yielding instead).
 #include "moka/ops/blobs_queue.h"
 
 #include "moka/core/blocking.h"
@@ -192,6 +192,7 @@ QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
     if (closed) return QueueResult::closed;
     if (!wait) return QueueResult::would_block;
     auto ready = [this] { return slot_free() || is_closed(); };
+    if (yield_until_ready(ready)) continue;  // in a fiber: let its siblings (the readers) run
     if (!spun) {
       spun = true;
       if (spin_until(ready)) continue;
@@ -220,6 +221,18 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
     // writer but not yet published keeps the queue "not drained": wait for it.
     if (closed_and_drained()) return QueueResult::closed;
     auto ready = [this] { return record_ready() || closed_and_drained(); };
+    if (timeout_secs > 0) {
+      bool timed_out = false;
+      if (yield_until_ready([&] {
+            if (ready()) return true;
+            return timed_out = std::chrono::steady_clock::now() >= deadline;
+          })) {
+        if (timed_out) return QueueResult::timed_out;
+        continue;
+      }
+    } else if (yield_until_ready(ready)) {
+      continue;
+    }
     if (!spun) {
       spun = true;
       if (spin_until(ready)) continue;

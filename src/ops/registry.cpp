@@ -57,6 +57,19 @@ std::unique_ptr<OperatorBase> OperatorRegistry::create(const OperatorDef& def, W
   return e.factory(def, ws);
 }
 
+bool OperatorRegistry::is_fiber_safe(const std::string& type) const {
+  std::shared_lock lk(mu_);
+  auto it = entries_.find(type);
+  return it != entries_.end() && it->second.schema->is_fiber_safe();
+}
+
+void OperatorRegistry::mark_fiber_safe(const std::string& type) {
+  std::unique_lock lk(mu_);
+  auto it = entries_.find(type);
+  if (it == entries_.end()) throw InvalidInput(fmt::format("mark_fiber_safe: unknown operator type \"{}\"", type));
+  it->second.schema->fiber_safe();
+}
+
 std::vector<std::string> OperatorRegistry::types() const {
   std::shared_lock lk(mu_);
   std::vector<std::string> out;

@@ -115,12 +115,13 @@ const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::Nod
 }
 
 int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists, double exception_timeout_s,
-            bool shared_workspace) {
+            bool shared_workspace, bool fibers) {
   const std::vector<std::string> fetch = split_names(fetch_lists);
   const moka::RunnableDef doc = moka::load_runnable_file(path);
   moka::RunOptions options;
   options.should_continue = [] { return !g_interrupted.load(std::memory_order_relaxed); };
   options.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(exception_timeout_s * 1000));
+  if (fibers) options.concurrency = moka::Concurrency::fibers;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -341,6 +342,10 @@ int main(int argc, char** argv) {
   run->add_flag("--shared-workspace", shared_workspace,
                 "For a task group: run every node in one workspace, as Caffe2's LocalSession did "
                 "(default: each node its own workspace)");
+  bool fibers = false;
+  run->add_flag("--fibers", fibers,
+                "Run concurrent substeps as fibers taking turns on one thread where every operator allows it "
+                "(default: each on a worker thread; docs/sessions.md)");
   // NaN and values too large for a millisecond count would make the conversion undefined.
   const CLI::Validator seconds(
       [](std::string& text) -> std::string {
@@ -426,7 +431,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace);
+    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, fibers);
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
     if (*job_run) return cmd_job_run(job_args);

@@ -12,6 +12,19 @@
 
 namespace moka {
 
+/// How the substeps of a concurrent step (and its concurrent instances) run.
+enum class Concurrency {
+  /// Each on a worker of the process's pool, at once (Caffe2 ran each on a thread of its own).
+  threads,
+  /// All on the thread running the step, as fibers taking turns: a substep runs until it would wait
+  /// for a queue (empty to read, full to write) and then lets the others run. Every batch of a pipe
+  /// then stays on one core, like a one-thread tbb::parallel_pipeline — faster than threads when the
+  /// stages' work is small next to a hand-off between cores, slower when it is large (one core does
+  /// it all). Applies to a concurrent step only when every operator below it is fiber-safe
+  /// (OpSchema::fiber_safe; not Callable) and it has no report steps; other steps use threads.
+  fibers,
+};
+
 /// Options of one plan run.
 struct RunOptions {
   /// Checked before every iteration of every step; returning false ends the plan early, without
@@ -24,6 +37,8 @@ struct RunOptions {
   /// with "failed to stop concurrent workers after exception: ..."; the stuck threads are left
   /// running (and the run's state is kept alive for them), the process is not aborted.
   std::chrono::milliseconds exception_timeout{std::chrono::seconds(60)};
+  /// How concurrent substeps run (see Concurrency).
+  Concurrency concurrency = Concurrency::threads;
 };
 
 /// @brief Runs plan in ws (Caffe2's Workspace::RunPlan).

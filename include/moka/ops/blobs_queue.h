@@ -34,6 +34,8 @@ enum class QueueResult {
 /// microseconds — the other side is usually about to arrive — and then sleeps on a condition
 /// variable. Sleepers are counted, so an operation notifies only when somebody sleeps, which can only
 /// be while the queue is empty (readers) or full (writers): on those transitions, and on close.
+/// Inside a fiber (a concurrent step run with Concurrency::fibers) a wait neither spins nor sleeps:
+/// it yields to the fiber's siblings until the queue is ready (yield_until_ready).
 ///
 /// Close semantics (moka decision 5; Caffe2 differs): once closed, every write fails at once, even
 /// with free capacity; reads still drain the records left and fail only when the queue is closed

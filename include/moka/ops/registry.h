@@ -38,6 +38,10 @@ class OperatorRegistry {
   std::unique_ptr<OperatorBase> create(const OperatorDef& def, Workspace* ws) const;
   /// Registered type names, sorted.
   std::vector<std::string> types() const;
+  /// Whether type is registered and its schema says fiber_safe().
+  bool is_fiber_safe(const std::string& type) const;
+  /// Marks a registered type fiber-safe (OpSchema::fiber_safe); InvalidInput if it is unknown.
+  void mark_fiber_safe(const std::string& type);
 
  private:
   struct Entry {

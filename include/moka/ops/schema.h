@@ -85,6 +85,13 @@ class OpSchema {
     doc_ = std::move(text);
     return *this;
   }
+  /// Declares that run() waits for other threads only through moka's cooperative waits (BlobsQueue
+  /// reads and writes, yield_until_ready) or not at all, so the operator may share a thread with its
+  /// concurrent siblings as a fiber (Concurrency::fibers). Built-in operators other than Callable are.
+  OpSchema& fiber_safe(bool yes = true) {
+    fiber_safe_ = yes;
+    return *this;
+  }
 
   const std::string& type() const { return type_; }
   int min_inputs() const { return min_in_; }
@@ -93,6 +100,7 @@ class OpSchema {
   int max_outputs() const { return max_out_; }
   const std::vector<ArgSpec>& args() const { return args_; }
   const std::string& doc() const { return doc_; }
+  bool is_fiber_safe() const { return fiber_safe_; }
   const ArgSpec* find_arg(const std::string& name) const;
 
   /// Checks arity, in-place rules, unknown/duplicate/missing arguments and argument value types.
@@ -110,6 +118,7 @@ class OpSchema {
   std::vector<std::pair<int, int>> enforced_inplace_;
   bool any_inplace_ = false;
   bool unknown_args_ok_ = false;
+  bool fiber_safe_ = false;
   std::string doc_;
 };
 

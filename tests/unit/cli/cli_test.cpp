@@ -246,6 +246,24 @@ TEST_F(Cli, ExceptionTimeoutAccepted) {
   EXPECT_EQ(parse_stdout(r)["y"]["data"], Json::array({5}));
 }
 
+TEST_F(Cli, FibersRunConcurrentSubstepsOnOneThread) {
+  // A writer and a reader of a capacity-1 queue as concurrent substeps: with --fibers they take turns.
+  const std::string plan = R"({"network": [
+    {"name": "init", "op": [{"type": "CreateBlobsQueue", "output": ["q"],
+       "arg": [{"name": "capacity", "i": 1}, {"name": "num_blobs", "i": 1}]}]},
+    {"name": "write", "op": [{"type": "ConstantFill", "output": ["x"], "arg": [{"name": "shape", "ints": []},
+       {"name": "dtype", "i": 10}, {"name": "value", "i": 7}]},
+      {"type": "EnqueueBlobs", "input": ["q", "x"], "output": ["x"]}]},
+    {"name": "read", "op": [{"type": "DequeueBlobs", "input": ["q"], "output": ["y"]}]}],
+   "execution_step": [{"name": "init", "network": ["init"]},
+     {"name": "both", "concurrent_substeps": true, "substep": [
+       {"name": "writer", "num_iter": 50, "network": ["write"]},
+       {"name": "reader", "num_iter": 50, "network": ["read"]}]}]})";
+  const CliResult r = run({"run", plan_file(plan), "--fibers", "--fetch", "y"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(parse_stdout(r)["y"]["data"], Json::array({7}));
+}
+
 TEST_F(Cli, InterruptExits130) {
   // Print in the first net signals (on stderr) that the plan is running; then SIGINT stops the loop.
   const std::string plan = R"({"network": [
