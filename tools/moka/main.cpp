@@ -163,6 +163,7 @@ struct JobRunArgs {
   bool tolerate_save_failures = false;
   std::vector<std::string> fetch;
   double exception_timeout_s = 60;
+  bool fibers = false;
 };
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
@@ -187,6 +188,7 @@ int cmd_job_run(const JobRunArgs& args) {
   options.tolerate_save_failures = args.tolerate_save_failures;
   options.run.cancel = std::make_shared<moka::CancelToken>();
   options.run.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.exception_timeout_s * 1000));
+  if (args.fibers) options.run.concurrency = moka::Concurrency::fibers;
   options.on_epoch = [](const moka::EpochReport& r) {
     std::string line = r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
     if (r.checkpointed) {
@@ -391,6 +393,9 @@ int main(int argc, char** argv) {
   job_run->add_option("--exception-timeout", job_args.exception_timeout_s,
                       "Seconds to wait for concurrent workers to stop after an error (default 60)")
       ->check(seconds);
+  job_run->add_flag("--fibers", job_args.fibers,
+                    "Run each node's tasks as fibers taking turns on one thread where every operator allows it "
+                    "(default: each on a worker thread; docs/sessions.md)");
   job_run->footer(
       "Output: one line per epoch (epoch, seconds, checkpoint size and seconds), then \"finished after epoch N\" "
       "and one JSON object with the outputs of download_group and exit_group and the --fetch blobs.\n"

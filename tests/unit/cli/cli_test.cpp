@@ -611,6 +611,14 @@ TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
   for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
 }
 
+TEST_F(CliJob, FibersGiveTheSameOutputs) {
+  // The job's pipe (reader → processor → queue → writer) with its tasks as fibers on one thread.
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--fibers"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(", stop\nfinished after epoch 4\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
+}
+
 TEST_F(CliJob, ResumeLatestAfterTheEndRunsNoMoreEpochs) {
   ASSERT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--background-save"}).code, 0);
   const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--resume", "latest"});
