@@ -103,8 +103,8 @@ void BM_PlainShouldStopLoop(benchmark::State& state) {
 }
 BENCHMARK(BM_PlainShouldStopLoop)->Unit(benchmark::kMillisecond);
 
-// A step with k concurrent substeps of one Add each, run kConcurrentIters times.
-void BM_ConcurrentSubsteps(benchmark::State& state) {
+// A step with k concurrent substeps of one Add each, run kConcurrentIters times, with `concurrency`.
+void run_concurrent_substeps(benchmark::State& state, Concurrency concurrency) {
   const int k = static_cast<int>(state.range(0));
   Workspace ws;
   fill_scalars(ws);
@@ -121,10 +121,17 @@ void BM_ConcurrentSubsteps(benchmark::State& state) {
     top.substep.push_back(s);
   }
   plan.execution_step.push_back(top);
-  for (auto _ : state) run_plan(ws, plan);
+  RunOptions options;
+  options.concurrency = concurrency;
+  for (auto _ : state) run_plan(ws, plan, options);
   state.SetItemsProcessed(state.iterations() * kConcurrentIters);
 }
+// Substeps on pool workers.
+void BM_ConcurrentSubsteps(benchmark::State& state) { run_concurrent_substeps(state, Concurrency::threads); }
 BENCHMARK(BM_ConcurrentSubsteps)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Substeps as fibers on the thread running the step (Concurrency::fibers).
+void BM_ConcurrentSubstepsOnFibers(benchmark::State& state) { run_concurrent_substeps(state, Concurrency::fibers); }
+BENCHMARK(BM_ConcurrentSubstepsOnFibers)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Peer: what Caffe2 did — one std::thread per substep per iteration, each doing its Add.
 void BM_ThreadPerSubstep(benchmark::State& state) {

@@ -15,6 +15,10 @@ PAIRS = [  # (moka benchmark, peer benchmark, what one item is)
     ("BM_ShouldStopLoop", "BM_PlainShouldStopLoop", "should_stop_blob loop (Add + GE + stop check)"),
     ("BM_ConcurrentSubsteps/2/real_time", "BM_ThreadPerSubstep/2/real_time", "iteration of 2 concurrent substeps"),
     ("BM_ConcurrentSubsteps/8/real_time", "BM_ThreadPerSubstep/8/real_time", "iteration of 8 concurrent substeps"),
+    ("BM_ConcurrentSubstepsOnFibers/2/real_time", "BM_ThreadPerSubstep/2/real_time",
+     "iteration of 2 concurrent substeps, Concurrency::fibers"),
+    ("BM_ConcurrentSubstepsOnFibers/8/real_time", "BM_ThreadPerSubstep/8/real_time",
+     "iteration of 8 concurrent substeps, Concurrency::fibers"),
 ]
 
 
