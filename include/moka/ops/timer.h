@@ -20,10 +20,13 @@ namespace moka {
 ///   int64_t ns = t.get_ns();   // elapsed so far
 ///   t.end();                   // publishes to the stat registry
 /// @endcode
-/// Thread-safety: every method may be called concurrently. The state is one atomic word (the start
-/// time, or "stopped"), so begin/end cost one clock read and one atomic exchange each and take no
-/// lock: a pipe's `_pipe_step` runs TimerBegin/TimerEnd once per batch on every thread.
-// alignas(64): begin/end are one atomic exchange each, cheap only while the line stays with the
+/// Thread-safety: begin(), end() and get_and_end() are for one thread at a time — the timer's owner
+/// (a pipe thread's TimerBegin/TimerEnd; each pipe thread has its own timer blob); get_ns(),
+/// running() and the published stats may be read from any thread. The state is one atomic word (the
+/// start time, or "stopped") that begin/end load and store without a read-modify-write, so they cost
+/// a clock read and, for end(), the stat cells' atomic adds (shared by every timer of the name): a
+/// pipe's `_pipe_step` runs TimerBegin/TimerEnd once per batch on every thread.
+// alignas(64): begin/end store to one atomic word, cheap only while the line stays with the
 // thread that times; a neighbour on the heap written by another thread would bounce it.
 class alignas(64) Timer {
  public:
@@ -56,7 +59,7 @@ class alignas(64) Timer {
   // start_ns_ when stopped: no steady_clock reading is this small.
   static constexpr int64_t kStopped = INT64_MIN;
   int64_t now_ns() const noexcept;
-  // Stops (an atomic exchange, so exactly one of racing end()s wins) and publishes; throws `what` if stopped.
+  // Stops and publishes; throws `what` if stopped.
   int64_t stop(const char* what);
 
   const std::string counter_name_;
