@@ -45,7 +45,7 @@ namespace moka::detail {
 
 namespace {
 
-constexpr std::size_t kStackBytes = std::size_t{4} << 20;  // reserved; pages are committed on use
+constexpr std::size_t kStackBytes = std::size_t{8} << 20;  // a thread's default; reserved, committed on use
 constexpr std::size_t kMaxPooledStacks = 64;
 
 std::size_t page_size() {

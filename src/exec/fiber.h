@@ -31,8 +31,8 @@ struct FiberContext {
 /// yield_until_ready in a queue wait), then returns to the caller; the next resume() continues where it
 /// waited. While it runs, detail::t_fiber points at it (and is restored when it yields), so waits
 /// nested in it yield to its caller. An exception escaping the function is kept (error()).
-/// Stacks are 4 MiB of reserved address space (pages are committed on use) below a guard page, and are
-/// reused by later fibers. Switches are annotated for AddressSanitizer and ThreadSanitizer.
+/// Stacks are 8 MiB (a thread's default) of reserved address space (pages are committed on use) below
+/// a guard page, and are reused by later fibers. Switches are annotated for AddressSanitizer and ThreadSanitizer.
 /// Thread-safety: a fiber is resumed by one thread at a time; it must not be destroyed while it runs.
 class Fiber final : public FiberYield {
  public:
