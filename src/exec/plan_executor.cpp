@@ -68,12 +68,17 @@ bool run_job(CompiledStep& c, std::size_t id) {
   }
 }
 
+// The jobs of one concurrent iteration: every recurring substep times num_concurrent_instances
+// (job j runs substep j % recurring.size()).
+std::size_t concurrent_jobs(const CompiledStep& c) {
+  return c.recurring.size() * static_cast<std::size_t>(std::max(1, c.step.num_concurrent_instances.value_or(1)));
+}
+
 // §3.7.1: one iteration of a concurrent step — every recurring substep (times
 // num_concurrent_instances) at once on pool workers, this thread waiting.
 void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   const std::size_t n = c->recurring.size();
-  const std::size_t instances = static_cast<std::size_t>(std::max(1, c->step.num_concurrent_instances.value_or(1)));
-  const std::size_t jobs = n * instances;
+  const std::size_t jobs = concurrent_jobs(*c);
   if (jobs == 0) return;
   auto block = std::make_shared<Block>(jobs);
   // Every job goes to the pool, none to this thread: a job stuck in an operator that ignores
@@ -108,8 +113,7 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
 // so no job can be stuck and there is no timeout to wait out.
 void run_concurrent_iteration_on_fibers(CompiledStep& c) {
   const std::size_t n = c.recurring.size();
-  const std::size_t instances = static_cast<std::size_t>(std::max(1, c.step.num_concurrent_instances.value_or(1)));
-  run_on_fibers(n * instances, [&c, n](std::size_t j) { (void)run_job(c, j % n); });
+  run_on_fibers(concurrent_jobs(c), [&c, n](std::size_t j) { (void)run_job(c, j % n); });
   if (auto ex = c.first_exception()) std::rethrow_exception(ex);
 }
 

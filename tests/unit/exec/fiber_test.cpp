@@ -1,12 +1,19 @@
 // Unit tests: Fiber and run_on_fibers — queue hand-offs between fibers on one thread, waits for another
-// thread (the back-off), read timeouts, nested fiber schedulers, exceptions, deep stacks.
+// thread (the back-off), read timeouts, nested fiber schedulers, exceptions, deep stacks, no room for a stack.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -164,6 +171,42 @@ TEST(RunOnFibers, DeepStackAndStackReuse) {
     });
     EXPECT_GE(r, 0);
   }
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // their shadow memory needs more address space than a low RLIMIT_AS leaves
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST(RunOnFibers, NoAddressSpaceForAStackIsAnErrorNotACrash) {
+  if (kSanitized) GTEST_SKIP() << "RLIMIT_AS and sanitizers do not mix";
+  // In a child: address space capped a little above what is mapped now, then more fibers than the
+  // stack pool holds (64) — the mmap of a new 8 MiB stack fails, and run_on_fibers throws.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    long long vm_kib = 0;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) vm_kib = std::atoll(line.c_str() + 7);
+    const rlim_t cap = static_cast<rlim_t>(vm_kib + 64 * 1024) * 1024;  // 64 MiB more: under 70 stacks
+    const rlimit lim{cap, cap};
+    if (vm_kib == 0 || ::setrlimit(RLIMIT_AS, &lim) != 0) ::_exit(3);
+    try {
+      run_on_fibers(70, [](std::size_t) {});
+      ::_exit(1);  // no error
+    } catch (const std::system_error& e) {
+      ::_exit(std::string(e.what()).find("fiber stack: mmap") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << "the child crashed (signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0) << ")";
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: no error; 2: another error than the mmap failure; 3: setup failed";
 }
 
 }  // namespace

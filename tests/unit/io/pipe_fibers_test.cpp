@@ -15,12 +15,15 @@
 
 #include "moka/moka.h"
 #include "moka/ops/blobs_queue.h"
+#include "support/pipe_datasets.h"
 
 namespace moka {
 namespace {
 
 namespace ops = moka::ops;
 using schema::Field;
+using moka::testing::make_datasets;
+using moka::testing::vals;
 
 // Threads the fiber-safe test operators ran on, and how many times they ran.
 std::mutex g_mu;
@@ -57,29 +60,6 @@ LocalSessionOptions with(Concurrency c) {
   LocalSessionOptions o;
   o.run.concurrency = c;
   return o;
-}
-
-struct Datasets {
-  Dataset src, dst;
-};
-Datasets make_datasets(LocalSession& session, int64_t n, const std::string& name) {
-  Net init(name + "_init");
-  NameScope scope(name);
-  std::vector<int64_t> v(static_cast<std::size_t>(n));
-  std::iota(v.begin(), v.end(), 0);
-  schema::Struct values({{"val", schema::Scalar(Tensor::vector<int64_t>(v))}});
-  Field src_blobs = name_scope("src", [&] { return schema::NewRecord(init, values); });
-  schema::FeedRecord(src_blobs, values, session.workspace());
-  Dataset dst(values.clone_schema(), name + "_dst");
-  name_scope("dst", [&] { dst.init_empty(init); });
-  session.run(init);
-  return {Dataset(src_blobs, name + "_src"), dst};
-}
-
-std::vector<int64_t> vals(LocalSession& session, const Dataset& ds) {
-  const Field record = schema::FetchRecord(ds.content(), session.workspace());
-  const Tensor& t = *record["val"].value();
-  return {t.values<int64_t>().begin(), t.values<int64_t>().end()};
 }
 
 Processor copy_processor(const std::string& name) {

@@ -13,43 +13,21 @@
 #include "moka/moka.h"
 #include "moka/ops/blobs_queue.h"
 #include "support/invalid_input.h"
+#include "support/pipe_datasets.h"
 
 namespace moka {
 namespace {
 
 namespace ops = moka::ops;
 using moka::testing::invalid_input;
+using moka::testing::make_datasets;
+using moka::testing::sorted_vals;
 using schema::Field;
 
 std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
   std::vector<int64_t> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), from);
   return v;
-}
-
-// Source dataset (column "val" = 0..n-1) fed into the session's node workspace, and an empty
-// destination of the same schema.
-struct Datasets {
-  Dataset src, dst;
-};
-Datasets make_datasets(LocalSession& session, int64_t n, const std::string& name) {
-  Net init(name + "_init");
-  NameScope scope(name);
-  schema::Struct values({{"val", schema::Scalar(Tensor::vector<int64_t>(iota(n)))}});
-  Field src_blobs = name_scope("src", [&] { return schema::NewRecord(init, values); });
-  schema::FeedRecord(src_blobs, values, session.workspace());
-  Dataset dst(values.clone_schema(), name + "_dst");
-  name_scope("dst", [&] { dst.init_empty(init); });
-  session.run(init);
-  return {Dataset(src_blobs, name + "_src"), dst};
-}
-
-std::vector<int64_t> sorted_vals(LocalSession& session, const Dataset& ds) {
-  const Field record = schema::FetchRecord(ds.content(), session.workspace());
-  const Tensor& t = *record["val"].value();  // the node lives as long as record
-  std::vector<int64_t> out(t.values<int64_t>().begin(), t.values<int64_t>().end());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::multiset<std::string> all_op_types(const TaskGroupDef& def) {
