@@ -10,11 +10,16 @@
 
 namespace moka {
 
+namespace {
+std::atomic<uint64_t> next_timer_id{1};
+}  // namespace
+
 Timer::Timer(std::string counter_name, bool coarse)
     : counter_name_(std::move(counter_name)),
       coarse_(coarse),
-      total_ns_(StatRegistry::global().stat(counter_name_)),
-      count_(StatRegistry::global().stat(counter_name_ + "/count")) {}
+      id_(next_timer_id.fetch_add(1, std::memory_order_relaxed)),
+      total_ns_(StatRegistry::global(), counter_name_),
+      count_(StatRegistry::global(), counter_name_ + "/count") {}
 
 int64_t Timer::now_ns() const noexcept {
 #ifdef CLOCK_MONOTONIC_COARSE
@@ -42,10 +47,9 @@ int64_t Timer::stop(const char* what) {
   if (start == kStopped) throw RuntimeError(what);
   start_ns_.store(kStopped, std::memory_order_release);
   const int64_t ns = now - start;
-  // Relaxed: the cells are counters that readers sample; nothing else is published through them.
-  // A coarse-clock interval usually reads 0 ns: skip that read-modify-write (once per batch in a pipe).
-  if (ns != 0) total_ns_.fetch_add(ns, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
+  // Plain adds to this timer's shares (only the owner stops it); readers of the stats count them.
+  if (ns != 0) total_ns_.add(ns);
+  count_.add(1);
   return ns;
 }
 
@@ -81,10 +85,15 @@ class TimerBeginOp final : public OperatorBase {
         coarse_(args().get_bool("coarse_clock", false)) {}
   bool run() override {
     // The blob owns the timer; reuse it when it is ours (so a running one is reported), else replace.
+    // The timer this operator checked last time needs no string comparison (once per batch in a pipe).
     Blob& b = output_blob(0);
     Timer* t = b.is_type<Timer>() ? &b.get_checked_mutable<Timer>() : nullptr;
-    if (t == nullptr || t->coarse() != coarse_ || t->counter_name() != counter_name_)
-      t = &b.emplace<Timer>(counter_name_, coarse_);
+    if (t == nullptr || t != checked_ || t->id() != checked_id_) {
+      if (t == nullptr || t->coarse() != coarse_ || t->counter_name() != counter_name_)
+        t = &b.emplace<Timer>(counter_name_, coarse_);
+      checked_ = t;
+      checked_id_ = t->id();
+    }
     with_context(*this, output_name(0), [&] {
       t->begin();
       return 0;
@@ -95,6 +104,8 @@ class TimerBeginOp final : public OperatorBase {
  private:
   std::string counter_name_;
   bool coarse_;
+  const Timer* checked_ = nullptr;  // the timer found (or made) with our name and clock last time
+  uint64_t checked_id_ = 0;         // its id (a later timer at the same address has another)
 };
 
 class TimerEndOp final : public OperatorBase {

@@ -12,11 +12,14 @@
 
 namespace moka {
 
+class StatShare;
+
 /// @brief A table of named int64 statistics.
 ///
 /// A stat is created (at 0) the first time it is named and is never removed, so the reference
 /// stat() returns stays valid for the registry's lifetime: hot paths look a key up once and then
-/// update the atomic directly.
+/// update the atomic directly. A key's value is its cell plus every live StatShare of the key (a
+/// share is one owner's part, updated without atomic read-modify-writes; see StatShare).
 ///
 /// @code
 ///   StatRegistry::global().add("atomic_iter/stats/iter/num_iter", 1);
@@ -35,10 +38,11 @@ class StatRegistry {
   static StatRegistry& global();
 
   /// @brief The stat's value cell, created at 0 when missing. Stable for the registry's lifetime.
+  /// The key's value is the cell plus its live shares (StatShare).
   std::atomic<int64_t>& stat(std::string_view key);
-  /// @brief Adds delta (wrapping at the int64 limits); returns the new value.
+  /// @brief Adds delta to the cell (wrapping at the int64 limits); returns the key's new value.
   int64_t add(std::string_view key, int64_t delta);
-  /// @brief Sets the value.
+  /// @brief Sets the value (the cell to `value`, every live share's part to 0).
   void set(std::string_view key, int64_t value);
   /// @brief The current value; 0 for a key never named.
   int64_t get(std::string_view key) const;
@@ -48,14 +52,61 @@ class StatRegistry {
   std::vector<Entry> export_all(bool reset);
 
  private:
+  friend class StatShare;
   // Each value on its own cache line: stats that different threads update (say the per-thread
   // timers of two pipes) would otherwise share map nodes' lines and bounce between cores.
   struct alignas(64) Cell {
     explicit Cell(int64_t v) : value(v) {}
     std::atomic<int64_t> value;
+    std::vector<StatShare*> shares;  // live shares of the key (under mu_)
   };
+  Cell& cell(std::string_view key);  // created at 0 when missing; mu_ held
+  static int64_t value_of(const Cell& c);  // the cell plus its shares; mu_ held
+  static int64_t take_all(Cell& c);        // value_of, resetting the cell and its shares to 0; mu_ held
   mutable std::mutex mu_;
   std::map<std::string, Cell, std::less<>> stats_;
+};
+
+/// @brief One owner's part of a stat, added to with a plain load and store instead of an atomic
+/// read-modify-write.
+///
+/// For counters bumped on hot paths by one thread: a pipe thread's timer publishes twice per batch,
+/// and a locked add (which waits for every store before it to reach the cache) cost as much there as
+/// everything else the timer does. The registry counts a live share in the key's value (get,
+/// export_all, add's result) and resets it with the key (by remembering what it had read, never by
+/// writing the owner's word); the destructor folds what is left into the key's cell.
+///
+/// @code
+///   StatShare batches(StatRegistry::global(), "my_pipe/batches");
+///   batches.add(1);   // owner thread only
+///   StatRegistry::global().get("my_pipe/batches");   // any thread: counts the share
+/// @endcode
+/// Thread-safety: add() by one thread at a time (the owner), never concurrently with the destructor;
+/// the registry reads the share from any thread.
+class StatShare {
+ public:
+  StatShare(StatRegistry& registry, std::string_view key);
+  ~StatShare();
+  StatShare(const StatShare&) = delete;
+  StatShare& operator=(const StatShare&) = delete;
+
+  /// @brief Adds delta (wrapping at the int64 limits). Owner thread only.
+  void add(int64_t delta) noexcept {
+    const auto v = static_cast<uint64_t>(value_.load(std::memory_order_relaxed)) + static_cast<uint64_t>(delta);
+    value_.store(static_cast<int64_t>(v), std::memory_order_relaxed);
+  }
+
+ private:
+  friend class StatRegistry;
+  // The share's part of the value: what was added since the last reset (value_ - base_).
+  int64_t part() const noexcept;
+  // part(), then resets it to 0 (base_ = the value read).
+  int64_t take() noexcept;
+
+  StatRegistry& registry_;
+  StatRegistry::Cell* cell_;
+  std::atomic<int64_t> value_{0};  // written by the owner only
+  int64_t base_ = 0;               // value_ at the last reset (under the registry's mu_)
 };
 
 }  // namespace moka

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "moka/ops/stats.h"
+
 namespace moka {
 
 /// @brief A named stopwatch. end() publishes the elapsed time to StatRegistry::global():
@@ -24,8 +26,9 @@ namespace moka {
 /// (a pipe thread's TimerBegin/TimerEnd; each pipe thread has its own timer blob); get_ns(),
 /// running() and the published stats may be read from any thread. The state is one atomic word (the
 /// start time, or "stopped") that begin/end load and store without a read-modify-write, so they cost
-/// a clock read and, for end(), the stat cells' atomic adds (shared by every timer of the name): a
-/// pipe's `_pipe_step` runs TimerBegin/TimerEnd once per batch on every thread.
+/// a clock read and, for end(), two plain adds to the timer's own StatShares of the stats (a locked
+/// add there cost as much as the rest of the timer): a pipe's `_pipe_step` runs TimerBegin/TimerEnd
+/// once per batch on every thread.
 // alignas(64): begin/end store to one atomic word, cheap only while the line stays with the
 // thread that times; a neighbour on the heap written by another thread would bounce it.
 class alignas(64) Timer {
@@ -53,6 +56,9 @@ class alignas(64) Timer {
   bool running() const;
   const std::string& counter_name() const noexcept { return counter_name_; }
   bool coarse() const noexcept { return coarse_; }
+  /// @brief A number no other Timer of this process had or will have: tells a timer from one made
+  /// later at the same address (TimerBegin checks its blob still holds the timer it made).
+  uint64_t id() const noexcept { return id_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -64,8 +70,9 @@ class alignas(64) Timer {
 
   const std::string counter_name_;
   const bool coarse_;
-  std::atomic<int64_t>& total_ns_;  // stat cells, looked up once
-  std::atomic<int64_t>& count_;
+  const uint64_t id_;
+  StatShare total_ns_;  // this timer's parts of the two stats
+  StatShare count_;
   std::atomic<int64_t> start_ns_{kStopped};  // steady_clock ns at begin(), or kStopped
 };
 

@@ -59,5 +59,72 @@ TEST(StatRegistry, ConcurrentAdds) {
   EXPECT_EQ(&StatRegistry::global(), &StatRegistry::global());
 }
 
+TEST(StatShare, CountsInTheKeysValueAndFoldsIntoTheCellWhenDestroyed) {
+  StatRegistry r;
+  r.add("k", 10);
+  {
+    StatShare a(r, "k");
+    StatShare b(r, "k");
+    a.add(3);
+    b.add(4);
+    EXPECT_EQ(r.get("k"), 17);
+    EXPECT_EQ(r.add("k", 1), 18);  // add's result counts the shares too
+    using E = StatRegistry::Entry;
+    EXPECT_EQ(r.export_all(false), (std::vector<E>{{"k", 18}}));
+  }
+  EXPECT_EQ(r.get("k"), 18);  // both shares folded into the cell
+  EXPECT_EQ(r.stat("k").load(), 18);
+}
+
+TEST(StatShare, ResetAndSetZeroTheSharesWithoutTouchingTheirWords) {
+  StatRegistry r;
+  StatShare s(r, "k");
+  s.add(5);
+  using E = StatRegistry::Entry;
+  EXPECT_EQ(r.export_all(true), (std::vector<E>{{"k", 5}}));
+  EXPECT_EQ(r.get("k"), 0);
+  s.add(2);
+  EXPECT_EQ(r.get("k"), 2);
+  r.set("k", 100);
+  EXPECT_EQ(r.get("k"), 100);
+  s.add(1);
+  EXPECT_EQ(r.get("k"), 101);
+}
+
+TEST(StatShare, WrapsAtTheInt64Limits) {
+  StatRegistry r;
+  StatShare s(r, "k");
+  s.add(std::numeric_limits<int64_t>::max());
+  s.add(1);
+  EXPECT_EQ(r.get("k"), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(r.export_all(true).at(0).second, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(r.get("k"), 0);
+}
+
+// Owners add while another thread exports with reset: nothing is lost or counted twice (TSan: no race).
+TEST(StatShare, OwnersAddWhileOthersExportAndReset) {
+  StatRegistry r;
+  constexpr int kThreads = 3;
+  constexpr int64_t kAdds = 20000;
+  std::atomic<int> done{0};
+  int64_t exported = 0;
+  std::thread reader([&] {
+    while (done.load() < kThreads) {
+      for (const auto& [k, v] : r.export_all(true)) exported += v;
+      (void)r.get("k");
+    }
+  });
+  std::vector<std::thread> owners;
+  for (int t = 0; t < kThreads; ++t)
+    owners.emplace_back([&] {
+      StatShare s(r, "k");
+      for (int64_t i = 0; i < kAdds; ++i) s.add(1);
+      done.fetch_add(1);
+    });
+  for (auto& th : owners) th.join();
+  reader.join();
+  EXPECT_EQ(exported + r.get("k"), kThreads * kAdds);
+}
+
 }  // namespace
 }  // namespace moka

@@ -113,6 +113,28 @@ TEST(TimerOps, WrongBlobAndArity) {
                              {"\"counter_name\""});
 }
 
+// Two TimerBegins with different counter names take turns on one blob: each replaces the other's timer,
+// even when the new timer lands at the address of the one it replaced (which a kept operator must
+// not take for the timer it checked last time).
+TEST(TimerOps, OperatorsWithOtherNamesOnOneBlobReplaceEachOthersTimer) {
+  Workspace ws;
+  auto a = create_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/turn_a")});
+  auto b = create_op(ws, "TimerBegin", {}, {"t"}, {make_arg("counter_name", "timer_ops_test/turn_b")});
+  auto end = create_op(ws, "TimerEnd", {"t"}, {});
+  const int64_t a_before = StatRegistry::global().get("timer_ops_test/turn_a/count");
+  const int64_t b_before = StatRegistry::global().get("timer_ops_test/turn_b/count");
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(a->run());
+    EXPECT_EQ(ws.blob("t").get<Timer>().counter_name(), "timer_ops_test/turn_a");
+    ASSERT_TRUE(end->run());
+    ASSERT_TRUE(b->run());
+    EXPECT_EQ(ws.blob("t").get<Timer>().counter_name(), "timer_ops_test/turn_b");
+    ASSERT_TRUE(end->run());
+  }
+  EXPECT_EQ(StatRegistry::global().get("timer_ops_test/turn_a/count") - a_before, 5);
+  EXPECT_EQ(StatRegistry::global().get("timer_ops_test/turn_b/count") - b_before, 5);
+}
+
 TEST(TimerOps, TimerOutlivesTheOperatorThatMadeIt) {
   Workspace ws;
   {
