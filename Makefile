@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 600
 BUILD_ROOT ?= build
 DEMO_PLAN ?= examples/plans/demo.json
 DEMO_FETCH ?= total,count
-FUZZ_CORPUS ?= tests/fuzz/corpus/plan_json
+FUZZ_TARGETS := plan_json blob_reader minidb job_files
 CRASH_TRIALS ?= 60
 CMAKE_ARGS ?=
 
@@ -33,7 +33,7 @@ help:
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
 	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/"
-	@echo "make fuzz    libFuzzer build, then the plan JSON and checkpoint record fuzzers, FUZZ_SECONDS=$(FUZZ_SECONDS) each"
+	@echo "make fuzz    libFuzzer build, then the fuzzers ($(FUZZ_TARGETS)), FUZZ_SECONDS=$(FUZZ_SECONDS) each"
 	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run"
 	@echo "make clean   remove the preset build trees"
 
@@ -69,16 +69,18 @@ bench: build
 	done; \
 	if [ $$found = 0 ]; then echo "no benchmark binaries in $(RELEASE_DIR)/bench/"; fi
 
-# New fuzz inputs go to the scratch corpus (first directory); the checked-in corpus only seeds it.
+# Each fuzzer for FUZZ_SECONDS. New fuzz inputs go to the scratch corpus (first directory); the
+# checked-in corpus (tests/fuzz/corpus/<target>, replayed by `make test`) only seeds it.
 fuzz: bootstrap
 	$(call configure,fuzz)
 	$(call build_preset,fuzz)
-	mkdir -p $(FUZZ_DIR)/corpus/plan_json $(FUZZ_DIR)/artifacts
-	$(FUZZ_DIR)/tests/fuzz/moka_fuzz_plan_json -max_total_time=$(FUZZ_SECONDS) \
-	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/plan_json $(FUZZ_CORPUS)
-	mkdir -p $(FUZZ_DIR)/corpus/blob_reader
-	$(FUZZ_DIR)/tests/fuzz/moka_fuzz_blob_reader -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
-	  -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/blob_reader
+	mkdir -p $(FUZZ_DIR)/artifacts
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+	  $(FUZZ_DIR)/tests/fuzz/moka_fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	    $$(case $$t in plan_json|job_files) echo -dict=tests/fuzz/plan_json.dict;; esac) \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t; \
+	done
 
 # The crash-safety test with the full trial count (make test runs a few trials).
 crash-test: build

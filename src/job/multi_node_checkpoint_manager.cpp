@@ -52,7 +52,11 @@ void MultiNodeCheckpointManager::check_same_nodes(const std::vector<std::string>
 TaskGroup MultiNodeCheckpointManager::task_group(const std::function<void(CheckpointManager&)>& fn) {
   if (!initialized_) throw InvalidInput("MultiNodeCheckpointManager: init must be called first.");
   return TaskGroup(WorkspaceType::Global, [&] {
-    for (auto& [node, m] : node_managers_) Node(node, [&] { fn(*m); });
+    // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz preset's clang 14).
+    for (auto& entry : node_managers_) {
+      CheckpointManager& m = *entry.second;
+      Node(entry.first, [&] { fn(m); });
+    }
   });
 }
 
