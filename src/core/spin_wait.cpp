@@ -2,7 +2,8 @@
 // programs crowd the machine (see spin_wait.h).
 #include "core/spin_wait.h"
 
-#include <sched.h>
+#include "core/usable_cpus.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -56,16 +57,6 @@ int64_t process_cpu_ns() noexcept {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-// CPUs this process may run on (its affinity mask; hardware_concurrency where that is unknown).
-std::size_t usable_cpus() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<std::size_t>(CPU_COUNT(&set));
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? n : 1;
-}
-
 }  // namespace
 
 bool crowded_out(double process_cpu_rate, std::size_t cpus) noexcept {
@@ -90,7 +81,7 @@ void spin_yield() noexcept {
   }
   if (++recent.count < kSlowYieldsToJudge) return;
   recent.count = 0;
-  static const std::size_t cpus = usable_cpus();
+  const std::size_t cpus = usable_cpus();
   const double rate =
       static_cast<double>(process_cpu_ns() - recent.cpu0_ns) / static_cast<double>(after - recent.wall0_ns);
   if (!crowded_out(rate, cpus)) return;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/fiber.h"
 #include "moka/core/error.h"
 #include "moka/exec/net.h"
 #include "moka/ops/registry.h"
@@ -194,6 +195,7 @@ class WhileOp final : public OperatorBase {
       if (cond_net_) cond_net_->run();
       if (!read_condition(*this)) return true;
       loop_net_->run();
+      detail::preempt_point();  // in a fiber: a long loop still lets its siblings run (exec/fiber.h)
     }
   }
 

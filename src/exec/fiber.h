@@ -7,6 +7,7 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 
@@ -73,6 +74,28 @@ class Fiber final : public FiberYield {
   std::size_t caller_stack_size_ = 0;
 };
 
+/// How long a fiber runs before preempt_point() makes it yield to its siblings (a turn). Long enough
+/// that a pipe's fibers, which yield at their queue every few microseconds, never reach it.
+inline constexpr int64_t kFiberTurnNs = 2'000'000;
+
+/// When the calling thread's innermost fiber was last resumed (CLOCK_MONOTONIC_COARSE ns), and a
+/// counter that makes preempt_point() read the clock only every 16th call.
+inline thread_local int64_t t_turn_started_ns = 0;
+inline thread_local uint32_t t_preempt_calls = 0;
+
+/// The slow half of preempt_point(): yields when the turn is over.
+void preempt_if_turn_over() noexcept;
+
+/// @brief A place where a fiber that has run for a whole turn (kFiberTurnNs) yields to its siblings;
+/// outside a fiber, nothing. The executor calls it after every net, so that a substep that never waits
+/// (a loop until a sibling sets its stop blob, a long loop a failing sibling should cancel) cannot keep
+/// the thread from its siblings: fibers take turns at waits, and at least every turn. A scheduler
+/// nested in a fiber calls it between rounds, so that busy nested fibers do not starve the outer ones.
+/// Thread-safety: for the calling thread.
+inline void preempt_point() noexcept {
+  if (t_fiber != nullptr && (++t_preempt_calls & 15) == 0) preempt_if_turn_over();
+}
+
 /// @brief Runs job(0) … job(n - 1) as fibers on the calling thread until every one has returned.
 ///
 /// Fibers take turns: each runs until it waits (yield_until_ready) or ends. When a whole round made
@@ -80,6 +103,7 @@ class Fiber final : public FiberYield {
 /// thread, another node, a closed queue's cancellation) — the thread backs off: inside an outer fiber
 /// it yields to that fiber's siblings; otherwise it spins briefly, then sleeps in growing steps
 /// (10 µs to 1 ms) between rounds. Rethrows the first exception that escaped a job, after all ended.
+/// A fiber also yields when its turn is over (preempt_point), and so does a nested scheduler.
 /// Thread-safety: for the calling thread; job must not wait except through yield_until_ready.
 void run_on_fibers(std::size_t n, const std::function<void(std::size_t)>& job);
 

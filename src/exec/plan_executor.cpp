@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/spin_wait.h"
+#include "core/usable_cpus.h"
 #include "exec/compiled_step.h"
 #include "exec/fiber.h"
 #include "exec/reporter.h"
@@ -117,20 +118,36 @@ void run_concurrent_iteration_on_fibers(CompiledStep& c) {
   if (auto ex = c.first_exception()) std::rethrow_exception(ex);
 }
 
+// Whether a fiber-safe concurrent step starting now on this thread runs on fibers.
+bool runs_on_fibers(Concurrency c) {
+  switch (c) {
+    case Concurrency::threads:
+      return false;
+    case Concurrency::fibers:
+      return true;
+    case Concurrency::automatic:
+      return usable_cpus() == 1;
+  }
+  return false;
+}
+
 void run_body(const std::shared_ptr<CompiledStep>& cp) {
   CompiledStep& c = *cp;
   const ExecutionStepDef& step = c.step;
   if (!step.substep.empty()) {
     const bool sequential = (!step.concurrent_substeps.value_or(false) || step.substep.size() <= 1) &&
                             step.num_concurrent_instances.value_or(1) <= 1;
+    // Decided once per run of the step (Concurrency::automatic reads the CPUs this thread may use).
+    const bool on_fibers = !sequential && c.fiber_safe && runs_on_fibers(c.ctx.options.concurrency);
     for (int64_t iter = 0; c.keep_going(iter); ++iter) {
       if (sequential) {
         for (auto& sub : c.recurring) {
           execute(*sub);
           if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
+          preempt_point();
         }
       } else {
-        if (c.fiber_safe && c.ctx.options.concurrency == Concurrency::fibers)
+        if (on_fibers)
           run_concurrent_iteration_on_fibers(c);
         else
           run_concurrent_iteration(cp);
@@ -145,6 +162,7 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     for (std::size_t i = 0; i < num_nets; ++i) {
       nets[i]->run();
       if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
+      preempt_point();  // in a fiber: let the siblings run once a turn is over
     }
   }
 }

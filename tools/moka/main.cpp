@@ -114,14 +114,19 @@ const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::Nod
   return nodes.find(where.front())->get_blob(name);
 }
 
+// --fibers / --threads (exclusive: CLI11 checks); neither: Concurrency::automatic.
+moka::Concurrency concurrency_of(bool fibers, bool threads) {
+  return fibers ? moka::Concurrency::fibers : threads ? moka::Concurrency::threads : moka::Concurrency::automatic;
+}
+
 int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists, double exception_timeout_s,
-            bool shared_workspace, bool fibers) {
+            bool shared_workspace, moka::Concurrency concurrency) {
   const std::vector<std::string> fetch = split_names(fetch_lists);
   const moka::RunnableDef doc = moka::load_runnable_file(path);
   moka::RunOptions options;
   options.should_continue = [] { return !g_interrupted.load(std::memory_order_relaxed); };
   options.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(exception_timeout_s * 1000));
-  if (fibers) options.concurrency = moka::Concurrency::fibers;
+  options.concurrency = concurrency;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -164,6 +169,7 @@ struct JobRunArgs {
   std::vector<std::string> fetch;
   double exception_timeout_s = 60;
   bool fibers = false;
+  bool threads = false;
 };
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
@@ -188,7 +194,7 @@ int cmd_job_run(const JobRunArgs& args) {
   options.tolerate_save_failures = args.tolerate_save_failures;
   options.run.cancel = std::make_shared<moka::CancelToken>();
   options.run.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.exception_timeout_s * 1000));
-  if (args.fibers) options.run.concurrency = moka::Concurrency::fibers;
+  options.run.concurrency = concurrency_of(args.fibers, args.threads);
   options.on_epoch = [](const moka::EpochReport& r) {
     std::string line = r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
     if (r.checkpointed) {
@@ -345,9 +351,14 @@ int main(int argc, char** argv) {
                 "For a task group: run every node in one workspace, as Caffe2's LocalSession did "
                 "(default: each node its own workspace)");
   bool fibers = false;
-  run->add_flag("--fibers", fibers,
-                "Run concurrent substeps as fibers taking turns on one thread where every operator allows it "
-                "(default: each on a worker thread; docs/sessions.md)");
+  bool threads = false;
+  CLI::Option* run_fibers =
+      run->add_flag("--fibers", fibers,
+                    "Run concurrent substeps as fibers taking turns on one thread where every operator allows it "
+                    "(default: so where this process can use only one CPU, else each on a worker thread; "
+                    "docs/sessions.md)");
+  run->add_flag("--threads", threads, "Run concurrent substeps each on a worker thread, even on one CPU")
+      ->excludes(run_fibers);
   // NaN and values too large for a millisecond count would make the conversion undefined.
   const CLI::Validator seconds(
       [](std::string& text) -> std::string {
@@ -393,9 +404,13 @@ int main(int argc, char** argv) {
   job_run->add_option("--exception-timeout", job_args.exception_timeout_s,
                       "Seconds to wait for concurrent workers to stop after an error (default 60)")
       ->check(seconds);
-  job_run->add_flag("--fibers", job_args.fibers,
-                    "Run each node's tasks as fibers taking turns on one thread where every operator allows it "
-                    "(default: each on a worker thread; docs/sessions.md)");
+  CLI::Option* job_fibers =
+      job_run->add_flag("--fibers", job_args.fibers,
+                        "Run each node's tasks as fibers taking turns on one thread where every operator allows it "
+                        "(default: so where this process can use only one CPU, else each on a worker thread; "
+                        "docs/sessions.md)");
+  job_run->add_flag("--threads", job_args.threads, "Run each node's tasks on worker threads, even on one CPU")
+      ->excludes(job_fibers);
   job_run->footer(
       "Output: one line per epoch (epoch, seconds, checkpoint size and seconds), then \"finished after epoch N\" "
       "and one JSON object with the outputs of download_group and exit_group and the --fetch blobs.\n"
@@ -436,7 +451,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, fibers);
+    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, concurrency_of(fibers, threads));
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
     if (*job_run) return cmd_job_run(job_args);

@@ -12,7 +12,9 @@
 
 namespace moka {
 
-/// How the substeps of a concurrent step (and its concurrent instances) run.
+/// How the substeps of a concurrent step (and its concurrent instances) run. Fibers take turns at
+/// queue waits and at least every 2 ms (a fiber that never waits yields after a net once its turn is
+/// over), so a substep that loops without waiting cannot starve its siblings.
 enum class Concurrency {
   /// Each on a worker of the process's pool, at once (Caffe2 ran each on a thread of its own).
   threads,
@@ -23,6 +25,12 @@ enum class Concurrency {
   /// it all). Applies to a concurrent step only when every operator below it is fiber-safe
   /// (OpSchema::fiber_safe; not Callable) and it has no report steps; other steps use threads.
   fibers,
+  /// fibers where the thread running the step can use only one CPU (its affinity mask, or its
+  /// cgroup's CPU quota of at most one CPU: a container limited to one CPU), threads otherwise.
+  /// On one CPU, threads cannot run at once anyway, and every hand-off between them is a context
+  /// switch: pinned to one CPU, the benchmark pipe ran 3.6–4.9× faster on fibers (docs/benchmarks.md
+  /// §4). Decided each time a concurrent step starts. The default.
+  automatic,
 };
 
 /// Options of one plan run.
@@ -38,7 +46,7 @@ struct RunOptions {
   /// running (and the run's state is kept alive for them), the process is not aborted.
   std::chrono::milliseconds exception_timeout{std::chrono::seconds(60)};
   /// How concurrent substeps run (see Concurrency).
-  Concurrency concurrency = Concurrency::threads;
+  Concurrency concurrency = Concurrency::automatic;
 };
 
 /// @brief Runs plan in ws (Caffe2's Workspace::RunPlan).

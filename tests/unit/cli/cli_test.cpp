@@ -2,6 +2,7 @@
 // stderr captured separately, killed after a timeout) and checks its output, error lines and exit codes.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -416,6 +417,12 @@ TEST_F(Cli, BadExceptionTimeout) {
   }
 }
 
+TEST_F(Cli, FibersAndThreadsExcludeEachOther) {
+  expect_error(run({"run", plan_file(kFills), "--fibers", "--threads"}), 2, {"--fibers", "--threads"});
+  expect_error(run({"job", "run", "job.json", "--checkpoint-dir", "d", "--threads", "--fibers"}), 2,
+               {"--fibers", "--threads"});
+}
+
 TEST_F(Cli, NoSubcommand) { expect_error(run({}), 2, {"subcommand"}); }
 
 TEST_F(Cli, UnknownSubcommand) { expect_error(run({"frobnicate"}), 2, {"unknown subcommand", "\"frobnicate\""}); }
@@ -617,6 +624,26 @@ TEST_F(CliJob, FibersGiveTheSameOutputs) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(", stop\nfinished after epoch 4\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliJob, ThreadsGiveTheSameOutputsOnOneCpu) {
+  // --threads keeps worker threads where the default would pick fibers: pinned to one CPU.
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // inherited by the child process
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--threads"});
+  const CliResult d = run({"job", "run", small_job(), "--checkpoint-dir", ckpt() + "-default"});
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find(std::string(kOutputs) + "\n"), std::string::npos) << d.out;
 }
 
 TEST_F(CliJob, ResumeLatestAfterTheEndRunsNoMoreEpochs) {

@@ -134,6 +134,48 @@ TEST(RunOnFibers, NestedSchedulerYieldsToItsSiblings) {
   EXPECT_EQ(all, iota(100));
 }
 
+// A fiber that never waits (it spins until its sibling sets a flag) yields at preempt_point once its
+// turn is over; without turns the sibling would never run.
+TEST(RunOnFibers, AFiberThatNeverWaitsYieldsWhenItsTurnIsOver) {
+  std::atomic<bool> flag{false};
+  int64_t spins = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_on_fibers(2, [&](std::size_t j) {
+    if (j == 0) {
+      while (!flag.load()) {
+        ++spins;
+        detail::preempt_point();
+      }
+    } else {
+      flag = true;
+    }
+  });
+  EXPECT_GT(spins, 0);
+  // One turn (2 ms) plus a coarse clock tick or two.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// The same one level down: busy nested fibers must let their scheduler's siblings run too.
+TEST(RunOnFibers, BusyNestedFibersDoNotStarveTheOuterOnes) {
+  std::atomic<bool> flag{false};
+  run_on_fibers(2, [&](std::size_t j) {
+    if (j == 0) {
+      run_on_fibers(2, [&](std::size_t) {
+        while (!flag.load()) detail::preempt_point();
+      });
+    } else {
+      flag = true;
+    }
+  });
+  EXPECT_TRUE(flag.load());
+}
+
+// Outside a fiber, preempt_point does nothing.
+TEST(RunOnFibers, PreemptPointOutsideAFiberIsANoOp) {
+  for (int i = 0; i < 100; ++i) detail::preempt_point();
+  SUCCEED();
+}
+
 TEST(RunOnFibers, ExceptionIsRethrownAfterEveryFiberEnded) {
   BlobsQueue q("q", 1, 1);
   std::vector<int64_t> got;

@@ -89,6 +89,29 @@ TEST_F(PlanExec, ShouldStopBlobIsCheckedAfterEveryNet) {
   EXPECT_EQ(test_state().counter.load(), 6);
 }
 
+// Concurrent substeps on fibers where one loops until the other sets its stop blob, without ever
+// waiting on a queue: the looping fiber yields when its turn is over, so the setter runs (both orders).
+TEST_F(PlanExec, OnFibersALoopThatNeverWaitsLetsItsSiblingStopIt) {
+  for (bool looper_first : {true, false}) {
+    Workspace ws;
+    auto init = net("init", {fill_i64("n", 0), fill_i64("one", 1), fill_bool("stop", false)});
+    auto spin = net("spin", {make_op("Add", {"n", "one"}, {"n"})});
+    auto set = net("set", {fill_bool("stop", true)});
+    auto looper = step_with_nets("looper", {"spin"});
+    looper.should_stop_blob = "stop";
+    auto setter = step_with_nets("setter", {"set"});
+    auto both = looper_first ? step_with_substeps("both", {looper, setter}) : step_with_substeps("both", {setter, looper});
+    both.concurrent_substeps = true;
+    RunOptions o;
+    o.concurrency = Concurrency::fibers;
+    run_plan(ws, plan_of({init, spin, set}, {step_with_nets("init", {"init"}), both}), o);
+    EXPECT_EQ(ws.blob("stop").get<Tensor>().item<bool>(), true);
+    if (!looper_first) {
+      EXPECT_EQ(i64(ws, "n"), 1) << "the stop blob was set before the loop began";
+    }
+  }
+}
+
 TEST_F(PlanExec, OnlyOnceRunsOneIteration) {
   Workspace ws;
   auto init = net("init", {fill_bool("stop", false)});

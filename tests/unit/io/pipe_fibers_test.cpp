@@ -2,6 +2,7 @@
 // thread, runtime threads as nested fibers, errors and cancellation, and the fall back to threads when
 // an operator is not fiber-safe (users' callables may wait in ways a fiber cannot yield from).
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +17,7 @@
 #include "moka/moka.h"
 #include "moka/ops/blobs_queue.h"
 #include "support/pipe_datasets.h"
+#include "../../../src/core/usable_cpus.h"
 
 namespace moka {
 namespace {
@@ -95,6 +97,32 @@ TEST(PipeOnFibers, SameRowsInOrderAllOnOneThread) {
   reset_test_ops();
   EXPECT_EQ(run_two_pipes(Concurrency::threads, 1000, 7, 1, 3), want);
   EXPECT_EQ(g_threads.size(), 2u) << "with threads each pipe's task runs on a pool worker of its own";
+}
+
+// Concurrency::automatic (the default): fibers where the thread running the step can use one CPU only.
+TEST(PipeOnFibers, AutomaticUsesFibersOnOneCpuAndThreadsOnMore) {
+  EXPECT_EQ(LocalSessionOptions{}.run.concurrency, Concurrency::automatic);
+  std::vector<int64_t> want(1000);
+  std::iota(want.begin(), want.end(), 0);
+  std::thread pinned([&] {
+    cpu_set_t all, one;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &all)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    reset_test_ops();
+    EXPECT_EQ(run_two_pipes(Concurrency::automatic, 1000, 7, 1, 3), want);
+    EXPECT_EQ(g_threads.size(), 1u) << "on one CPU both pipes take turns as fibers";
+  });
+  pinned.join();
+  if (detail::usable_cpus() < 2) GTEST_SKIP() << "this machine gives the test one CPU only";
+  reset_test_ops();
+  EXPECT_EQ(run_two_pipes(Concurrency::automatic, 1000, 7, 1, 3), want);
+  EXPECT_EQ(g_threads.size(), 2u) << "with CPUs to spare each pipe gets a worker thread";
 }
 
 TEST(PipeOnFibers, RuntimeThreadsAreNestedFibers) {
