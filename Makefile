@@ -22,13 +22,14 @@ build_preset = cmake --build $(BUILD_ROOT)/$(1) -j $(JOBS) $(if $(2),--target $(
 # test(preset): run its test preset (sanitizer environments come from CMakePresets.json).
 test_preset = ctest --preset $(1) --test-dir $(BUILD_ROOT)/$(1) -j $(JOBS)
 
-.PHONY: all help bootstrap demo build test asan tsan bench fuzz crash-test clean
+.PHONY: all help bootstrap demo build test test-one-cpu asan tsan bench fuzz crash-test clean
 
 all: build
 
 help:
 	@echo "make demo    install packages, build the CLI, run $(DEMO_PLAN)"
 	@echo "make test    install packages, release build, run the test suite"
+	@echo "make test-one-cpu  release build, then the test suite pinned to one CPU (concurrent steps run as fibers)"
 	@echo "make build   release build only"
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
@@ -51,6 +52,11 @@ build: bootstrap
 
 test: build
 	$(call test_preset,release)
+
+# The suite again on one CPU (taskset): there Concurrency::automatic, the default, runs every fiber-safe
+# concurrent step as fibers, so this checks the fiber path everywhere the suite uses the default.
+test-one-cpu: build
+	taskset -c $$(taskset -pc $$$$ | sed 's/.*: *//; s/[,-].*//') ctest --preset release --test-dir $(RELEASE_DIR) -j 1
 
 asan: bootstrap
 	$(call configure,asan)
