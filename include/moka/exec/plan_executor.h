@@ -28,7 +28,7 @@ enum class Concurrency {
   /// fibers where the thread running the step can use only one CPU (its affinity mask, or its
   /// cgroup's CPU quota of at most one CPU: a container limited to one CPU), threads otherwise.
   /// On one CPU, threads cannot run at once anyway, and every hand-off between them is a context
-  /// switch: pinned to one CPU, the benchmark pipe ran 1.4–2.1× faster on fibers, 2.6–4.7× with
+  /// switch: pinned to one CPU, the benchmark pipe ran 1.4–2.1× faster on fibers, 2.5–4.7× with
   /// another program on that CPU (docs/benchmarks.md §4). Decided each time a concurrent step starts. The default.
   automatic,
 };
