@@ -2,8 +2,7 @@
 // programs crowd the machine (see spin_wait.h).
 #include "core/spin_wait.h"
 
-#include "core/usable_cpus.h"
-
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -59,6 +58,15 @@ int64_t process_cpu_ns() noexcept {
 
 }  // namespace
 
+std::size_t affinity_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<std::size_t>(CPU_COUNT(&set));
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
 bool crowded_out(double process_cpu_rate, std::size_t cpus) noexcept {
   return process_cpu_rate < kCrowdedShare * static_cast<double>(cpus);
 }
@@ -81,7 +89,7 @@ void spin_yield() noexcept {
   }
   if (++recent.count < kSlowYieldsToJudge) return;
   recent.count = 0;
-  const std::size_t cpus = usable_cpus();
+  static const std::size_t cpus = affinity_cpus();
   const double rate =
       static_cast<double>(process_cpu_ns() - recent.cpu0_ns) / static_cast<double>(after - recent.wall0_ns);
   if (!crowded_out(rate, cpus)) return;

@@ -61,6 +61,11 @@ bool spin_yield_until(std::chrono::microseconds spin_time, Ready ready) {
   }
 }
 
+/// @brief CPUs in the calling thread's affinity mask (hardware_concurrency where that is unknown; at
+/// least 1). One system call, no file reads.
+/// Thread-safety: thread-safe.
+std::size_t affinity_cpus() noexcept;
+
 /// @brief Whether a thread whose yields kept losing its core while this process used
 /// `process_cpu_rate` cores (CPU seconds per second) out of `usable_cpus` was crowded out by other
 /// programs: below 60% of the usable CPUs.

@@ -11,10 +11,10 @@
 #include <optional>
 
 #include "core/spin_wait.h"
-#include "core/usable_cpus.h"
 #include "exec/compiled_step.h"
 #include "exec/fiber.h"
 #include "exec/reporter.h"
+#include "exec/usable_cpus.h"
 #include "moka/core/error.h"
 #include "moka/exec/prepared_plan.h"
 #include "moka/exec/worker_pool.h"

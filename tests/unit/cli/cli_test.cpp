@@ -2,7 +2,6 @@
 // stderr captured separately, killed after a timeout) and checks its output, error lines and exit codes.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/one_cpu.h"
 
 extern char** environ;
 
@@ -628,18 +629,13 @@ TEST_F(CliJob, FibersGiveTheSameOutputs) {
 
 TEST_F(CliJob, ThreadsGiveTheSameOutputsOnOneCpu) {
   // --threads keeps worker threads where the default would pick fibers: pinned to one CPU.
-  cpu_set_t all, one;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
-  CPU_ZERO(&one);
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &all)) {
-      CPU_SET(c, &one);
-      break;
-    }
-  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // inherited by the child process
-  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--threads"});
-  const CliResult d = run({"job", "run", small_job(), "--checkpoint-dir", ckpt() + "-default"});
-  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  CliResult r, d;
+  {
+    const moka::testing::PinnedToOneCpu one;  // inherited by the child processes
+    ASSERT_TRUE(one.ok());
+    r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--threads"});
+    d = run({"job", "run", small_job(), "--checkpoint-dir", ckpt() + "-default"});
+  }
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
   ASSERT_EQ(d.code, 0) << d.err;

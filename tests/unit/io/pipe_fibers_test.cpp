@@ -2,7 +2,6 @@
 // thread, runtime threads as nested fibers, errors and cancellation, and the fall back to threads when
 // an operator is not fiber-safe (users' callables may wait in ways a fiber cannot yield from).
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,8 +15,9 @@
 
 #include "moka/moka.h"
 #include "moka/ops/blobs_queue.h"
+#include "support/one_cpu.h"
 #include "support/pipe_datasets.h"
-#include "../../../src/core/usable_cpus.h"
+#include "../../../src/exec/usable_cpus.h"
 
 namespace moka {
 namespace {
@@ -105,15 +105,8 @@ TEST(PipeOnFibers, AutomaticUsesFibersOnOneCpuAndThreadsOnMore) {
   std::vector<int64_t> want(1000);
   std::iota(want.begin(), want.end(), 0);
   std::thread pinned([&] {
-    cpu_set_t all, one;
-    ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
-    CPU_ZERO(&one);
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &all)) {
-        CPU_SET(c, &one);
-        break;
-      }
-    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    const moka::testing::PinnedToOneCpu one;
+    ASSERT_TRUE(one.ok());
     reset_test_ops();
     EXPECT_EQ(run_two_pipes(Concurrency::automatic, 1000, 7, 1, 3), want);
     EXPECT_EQ(g_threads.size(), 1u) << "on one CPU both pipes take turns as fibers";

@@ -1,7 +1,7 @@
 // usable_cpus(): the calling thread's affinity mask, capped by the cgroup CPU quota (read at most once a second).
-#include "core/usable_cpus.h"
+#include "exec/usable_cpus.h"
 
-#include <sched.h>
+#include "core/spin_wait.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <iterator>
 #include <string>
-#include <thread>
 
 namespace moka::detail {
 
@@ -118,13 +116,9 @@ std::optional<double> cpu_limit_from_cfs(std::string_view quota_us, std::string_
 }
 
 std::size_t usable_cpus() noexcept {
-  std::size_t n = 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = static_cast<std::size_t>(CPU_COUNT(&set));
-  if (n == 0) n = std::thread::hardware_concurrency();
+  std::size_t n = affinity_cpus();
   if (const std::size_t cap = cgroup_cpu_cap(); cap != 0) n = std::min(n, cap);
-  return std::max<std::size_t>(n, 1);
+  return n;
 }
 
 }  // namespace moka::detail

@@ -1,5 +1,6 @@
 // usable_cpus(): how many CPUs the calling thread can run on at once — its affinity mask, capped by the
-// CPU quota of the process's cgroup (a container limited to one CPU on a large machine has one).
+// CPU quota of the process's cgroup (a container limited to one CPU on a large machine has one). In exec,
+// not core: it reads the cgroup files (core does no I/O); Concurrency::automatic decides with it.
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,8 @@
 
 #include <thread>
 
-#include "../../../src/core/usable_cpus.h"
+#include "../../../src/exec/usable_cpus.h"
+#include "support/one_cpu.h"
 
 namespace moka::detail {
 namespace {
@@ -36,14 +37,8 @@ TEST(UsableCpus, FollowTheCallingThreadsAffinity) {
   EXPECT_GE(before, 1u);
   EXPECT_LE(before, static_cast<std::size_t>(CPU_COUNT(&all)));
   std::thread pinned([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &all)) {
-        CPU_SET(c, &one);
-        break;
-      }
-    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    const testing::PinnedToOneCpu one;
+    ASSERT_TRUE(one.ok());
     EXPECT_EQ(usable_cpus(), 1u);
   });
   pinned.join();
