@@ -12,11 +12,14 @@
 // Plain save: one file, write() of every tensor's bytes, fsync, rename, fsync of the directory (what a
 // durable checkpoint writer must do at least). Plain load: read() of that file into freshly allocated
 // buffers, one per tensor (a load must put the bytes into new memory, as moka's load into a fresh
-// workspace does). moka save: save_blobs (or, with --direct, serialize_blob + TransactionSink's
-// streamed put per record, the path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct:
-// Cursor::read_value + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page cache
-// (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
+// workspace does): new[] (4 KiB pages) and, as a second baseline, buffers of 2 MiB or more in
+// mappings of their own with huge pages requested, as moka's tensor storage is. moka save:
+// save_blobs (or, with --direct, serialize_blob + TransactionSink's streamed put per record, the
+// path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct: Cursor::read_value
+// + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page
+// cache (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -191,22 +194,53 @@ double plain_save(const Data& d, const std::string& dir) {
   return seconds_since(t0);
 }
 
-double plain_load(const Data& d, const std::string& dir) {
+// A buffer for the plain load: new[] (malloc), or with `huge` and n >= 2 MiB an anonymous mapping
+// of its own with transparent huge pages requested (madvise), as moka's tensor storage is.
+class PlainBuffer {
+ public:
+  PlainBuffer(size_t n, bool huge) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    if (!huge || n < kHuge) {
+      heap_.reset(new char[n]);  // uninitialised: the kernel faults the pages in as read() fills them
+      p_ = heap_.get();
+      return;
+    }
+    span_ = n + kHuge;
+    map_ = ::mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    check(map_ != MAP_FAILED, "mmap");
+    p_ = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(map_) + kHuge - 1) & ~uintptr_t{kHuge - 1});
+    ::madvise(p_, n, MADV_HUGEPAGE);
+  }
+  ~PlainBuffer() {
+    if (map_ != nullptr) ::munmap(map_, span_);
+  }
+  PlainBuffer(const PlainBuffer&) = delete;
+  PlainBuffer& operator=(const PlainBuffer&) = delete;
+  char* data() const { return p_; }
+
+ private:
+  std::unique_ptr<char[]> heap_;
+  void* map_ = nullptr;
+  size_t span_ = 0;
+  char* p_ = nullptr;
+};
+
+double plain_load(const Data& d, const std::string& dir, bool huge) {
   const std::string path = dir + "/plain.bin";
-  std::vector<std::unique_ptr<char[]>> bufs;
+  std::vector<std::unique_ptr<PlainBuffer>> bufs;
   bufs.reserve(d.sizes.size());
   const auto t0 = Clock::now();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   check(fd >= 0, "open " + path);
   for (size_t n : d.sizes) {
-    bufs.emplace_back(new char[n]);  // uninitialised: the kernel faults the pages in as read() fills them
-    read_all(fd, bufs.back().get(), n);
+    bufs.push_back(std::make_unique<PlainBuffer>(n, huge));
+    read_all(fd, bufs.back()->data(), n);
   }
   ::close(fd);
   const double s = seconds_since(t0);
   // Spot check outside the timing.
   const auto& first = d.ws.blob(d.names.front()).get<moka::Tensor>();
-  check(std::memcmp(bufs.front().get(), first.raw_data(), std::min<size_t>(first.nbytes(), 4096)) == 0,
+  check(std::memcmp(bufs.front()->data(), first.raw_data(), std::min<size_t>(first.nbytes(), 4096)) == 0,
         "plain load: data differs");
   return s;
 }
@@ -307,17 +341,21 @@ int main(int argc, char** argv) try {
              cfg.direct ? "serialize_blob + Transaction / Cursor + BlobAssembler" : "save_blobs / load_blobs",
              cfg.dir);
   fmt::print("rates in MiB/s of tensor payload, median (min–max); ratio = moka / plain of the same repetition\n\n");
-  fmt::print("| blobs | backend | save | plain write+fsync+rename | save ratio | load | plain read() | load ratio |\n");
-  fmt::print("|---|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "| blobs | backend | save | plain write+fsync+rename | save ratio | load | plain read() | load ratio | "
+      "plain read(), huge pages | load ratio vs it |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
   for (int64_t count : cfg.blob_counts) {
     auto data = make_data(cfg.bytes, count);
-    std::map<std::string, Series> save, load, psave, pload, save_ratio, load_ratio;
+    std::map<std::string, Series> save, load, psave, pload, phload, save_ratio, load_ratio, hload_ratio;
     for (int rep = 0; rep < cfg.reps; ++rep) {
       for (const auto& type : cfg.backends) {
         // Plain and moka alternate within a repetition so that both see the same machine load.
         const double ps = plain_save(*data, cfg.dir);
         if (cfg.cold) drop_page_cache();
-        const double pl = plain_load(*data, cfg.dir);
+        const double pl = plain_load(*data, cfg.dir, false);
+        if (cfg.cold) drop_page_cache();
+        const double phl = plain_load(*data, cfg.dir, true);
         remove_path(cfg.dir + "/plain.bin");
         const std::string path = cfg.dir + "/bench." + type;
         remove_path(path);
@@ -331,11 +369,14 @@ int main(int argc, char** argv) try {
         load[type].v.push_back(mib / ml);
         save_ratio[type].v.push_back(ps / ms);
         load_ratio[type].v.push_back(pl / ml);
+        phload[type].v.push_back(mib / phl);
+        hload_ratio[type].v.push_back(phl / ml);
       }
     }
     for (const auto& type : cfg.backends) {
-      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} |\n", count, type, save[type].rate(), psave[type].rate(),
-                 save_ratio[type].ratio(), load[type].rate(), pload[type].rate(), load_ratio[type].ratio());
+      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", count, type, save[type].rate(),
+                 psave[type].rate(), save_ratio[type].ratio(), load[type].rate(), pload[type].rate(),
+                 load_ratio[type].ratio(), phload[type].rate(), hload_ratio[type].ratio());
       std::fflush(stdout);
     }
   }

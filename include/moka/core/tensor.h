@@ -21,6 +21,15 @@ namespace detail {
 [[noreturn]] void throw_dtype_mismatch(DType have, DType want);
 [[noreturn]] void throw_not_scalar(const std::vector<int64_t>& shape);
 [[noreturn]] void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n);
+
+/// Tensor storage of this many bytes or more is mapped on its own (src/core/large_storage.cpp):
+/// 2 MiB-aligned, with transparent huge pages requested.
+inline constexpr std::size_t kLargeStorageBytes = std::size_t{2} << 20;
+/// @brief n >= kLargeStorageBytes bytes of uninitialised memory; throws std::bad_alloc when none is left.
+/// Thread-safety: thread-safe.
+void* allocate_large_storage(std::size_t n);
+/// @brief Returns what allocate_large_storage(n) gave, with the same n.
+void free_large_storage(void* p, std::size_t n) noexcept;
 }  // namespace detail
 
 /// @brief A dense, contiguous, row-major array of elements of one DType.
@@ -154,13 +163,26 @@ class Tensor {
   std::vector<int64_t> shape_{0};
   int64_t numel_ = 0;
   // Allocates without value-initialising, so growth can skip zero-filling (resize_for_overwrite).
+  // Large storage comes from allocate_large_storage: huge pages make a page fault cover 2 MiB
+  // instead of 4 KiB (a load into fresh tensors is mostly page faults otherwise).
   template <class T>
-  struct DefaultInitAllocator : std::allocator<T> {
+  struct StorageAllocator : std::allocator<T> {
     template <class U>
     struct rebind {
-      using other = DefaultInitAllocator<U>;
+      using other = StorageAllocator<U>;
     };
     using std::allocator<T>::allocator;
+    T* allocate(std::size_t n) {
+      if (n * sizeof(T) >= detail::kLargeStorageBytes)
+        return static_cast<T*>(detail::allocate_large_storage(n * sizeof(T)));
+      return std::allocator<T>::allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+      if (n * sizeof(T) >= detail::kLargeStorageBytes)
+        detail::free_large_storage(p, n * sizeof(T));
+      else
+        std::allocator<T>::deallocate(p, n);
+    }
     template <class U>
     void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
       ::new (static_cast<void*>(p)) U;
@@ -170,8 +192,8 @@ class Tensor {
       ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }
   };
-  std::vector<std::byte, DefaultInitAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
-                                                                   // except by resize_for_overwrite
+  std::vector<std::byte, StorageAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
+                                                               // except by resize_for_overwrite
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 
