@@ -30,6 +30,38 @@ inline constexpr std::size_t kLargeStorageBytes = std::size_t{2} << 20;
 void* allocate_large_storage(std::size_t n);
 /// @brief Returns what allocate_large_storage(n) gave, with the same n.
 void free_large_storage(void* p, std::size_t n) noexcept;
+
+/// @brief The allocator of tensor storage and of other large byte buffers (checkpoint snapshots).
+/// Allocates without value-initialising, so growth can skip zero-filling (resize_for_overwrite).
+/// Large storage comes from allocate_large_storage: huge pages make a page fault cover 2 MiB
+/// instead of 4 KiB (a load into fresh tensors is mostly page faults otherwise).
+template <class T>
+struct StorageAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = StorageAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  T* allocate(std::size_t n) {
+    if (n * sizeof(T) >= kLargeStorageBytes)
+      return static_cast<T*>(allocate_large_storage(n * sizeof(T)));
+    return std::allocator<T>::allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n * sizeof(T) >= kLargeStorageBytes)
+      free_large_storage(p, n * sizeof(T));
+    else
+      std::allocator<T>::deallocate(p, n);
+  }
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
 }  // namespace detail
 
 /// @brief A dense, contiguous, row-major array of elements of one DType.
@@ -162,38 +194,8 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> shape_{0};
   int64_t numel_ = 0;
-  // Allocates without value-initialising, so growth can skip zero-filling (resize_for_overwrite).
-  // Large storage comes from allocate_large_storage: huge pages make a page fault cover 2 MiB
-  // instead of 4 KiB (a load into fresh tensors is mostly page faults otherwise).
-  template <class T>
-  struct StorageAllocator : std::allocator<T> {
-    template <class U>
-    struct rebind {
-      using other = StorageAllocator<U>;
-    };
-    using std::allocator<T>::allocator;
-    T* allocate(std::size_t n) {
-      if (n * sizeof(T) >= detail::kLargeStorageBytes)
-        return static_cast<T*>(detail::allocate_large_storage(n * sizeof(T)));
-      return std::allocator<T>::allocate(n);
-    }
-    void deallocate(T* p, std::size_t n) noexcept {
-      if (n * sizeof(T) >= detail::kLargeStorageBytes)
-        detail::free_large_storage(p, n * sizeof(T));
-      else
-        std::allocator<T>::deallocate(p, n);
-    }
-    template <class U>
-    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-      ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... Args>
-    void construct(U* p, Args&&... args) {
-      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-    }
-  };
-  std::vector<std::byte, StorageAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
-                                                               // except by resize_for_overwrite
+  std::vector<std::byte, detail::StorageAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
+                                                                       // except by resize_for_overwrite
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 
