@@ -1,6 +1,7 @@
 // Unit tests for large tensor storage (src/core/large_storage.cpp): 2 MiB alignment, huge pages
 // requested, reuse of freed mappings, zero-filling, and values kept across growth into and out of it.
 #include <gtest/gtest.h>
+#include <sanitizer/asan_interface.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -142,6 +143,16 @@ TEST(LargeStorage, AFreedMappingIsReusedAndZeroFilledAgain) {
   EXPECT_NE(other.raw_data(), first);
   other.raw_mutable_data()[n - 1] = std::byte{2};
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+TEST(LargeStorage, AddressSanitizerSeesOverflows) {
+  Tensor t(DType::UInt8, {static_cast<int64_t>(3 * kMiB + 100)});
+  const std::byte* end = t.raw_data() + t.nbytes();
+  EXPECT_FALSE(__asan_address_is_poisoned(t.raw_data()));
+  EXPECT_FALSE(__asan_address_is_poisoned(end - 1));
+  EXPECT_TRUE(__asan_address_is_poisoned(end));
+}
+#endif
 
 TEST(LargeStorage, ManyAllocationsAreGivenBack) {
   // 200 × 64 MiB would not fit in this machine's memory if frees leaked (RSS, not just address space:
