@@ -377,11 +377,14 @@ class JobRun {
     reuse_snapshot_buffers();
   }
 
-  // The finished save's record buffers go to the next snapshot.
+  // The finished save's record buffers go to the next snapshot, last first: take() hands them out
+  // from the back, so the next snapshot's n-th record (the same blob, the same size, as a rule)
+  // gets this one's n-th buffer, and no buffer has to grow.
   void reuse_snapshot_buffers() {
     if (!pending_snaps_) return;
-    for (auto& snap : *pending_snaps_)
-      for (auto& record : snap.collector.records) buffers_.give_back(std::move(record.second));
+    for (auto snap = pending_snaps_->rbegin(); snap != pending_snaps_->rend(); ++snap)
+      for (auto record = snap->collector.records.rbegin(); record != snap->collector.records.rend(); ++record)
+        buffers_.give_back(std::move(record->second));
     pending_snaps_.reset();
   }
 
