@@ -138,7 +138,7 @@ def moka_rates(binary, total_bytes, count, d, cold):
         sys.exit(f"{' '.join(cmd)} failed (exit {out.returncode}):\n{out.stderr.strip()}")
     for line in out.stdout.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 8 and cells[0] == str(count) and cells[1] == "minidb":
+        if len(cells) >= 8 and cells[0] == str(count) and cells[1] == "minidb":
             return float(cells[2].split()[0]), float(cells[5].split()[0])
     sys.exit(f"could not find the minidb row for {count} blobs in the output of {' '.join(cmd)}:\n{out.stdout}")
 
