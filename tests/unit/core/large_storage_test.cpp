@@ -144,6 +144,23 @@ TEST(LargeStorage, AFreedMappingIsReusedAndZeroFilledAgain) {
   other.raw_mutable_data()[n - 1] = std::byte{2};
 }
 
+TEST(LargeStorage, ARefusedMappingThrowsBadAllocAndKeepsTheTensor) {
+  // 256 TiB: more than x86-64 user address space, so the kernel refuses the mapping whatever the
+  // overcommit policy.
+  Tensor t(DType::UInt8, {static_cast<int64_t>(3 * kMiB)});
+  t.raw_mutable_data()[5] = std::byte{7};
+  const std::byte* before = t.raw_data();
+  const std::vector<int64_t> huge{int64_t{1} << 48};
+  EXPECT_THROW(t.resize_for_overwrite(DType::UInt8, huge), std::bad_alloc);
+  EXPECT_THROW(t.resize(DType::UInt8, huge), std::bad_alloc);
+  // The failed growth left the tensor as it was (vector's strong guarantee), and usable.
+  EXPECT_EQ(t.numel(), static_cast<int64_t>(3 * kMiB));
+  EXPECT_EQ(t.raw_data(), before);
+  EXPECT_EQ(t.raw_data()[5], std::byte{7});
+  Tensor after(DType::UInt8, {static_cast<int64_t>(3 * kMiB)});
+  after.raw_mutable_data()[3 * kMiB - 1] = std::byte{1};
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 TEST(LargeStorage, AddressSanitizerSeesOverflows) {
   Tensor t(DType::UInt8, {static_cast<int64_t>(3 * kMiB + 100)});
