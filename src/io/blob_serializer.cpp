@@ -492,6 +492,19 @@ void BlobAssembler::add(const RecordHeader& h, ByteSource& in) {
   }
 }
 
+void BlobAssembler::adopt(const RecordHeader& h, Blob& whole) {
+  if (failed_ || complete_ || !name_.empty() || h.chunk_count != 1)
+    throw InvalidInput(fmt::format("BlobAssembler: cannot adopt {} as the whole of blob \"{}\"", h.describe(), name_));
+  dest_.reset();
+  dest_.swap(whole);
+  name_ = h.name;
+  if (h.kind == RecordKind::TensorChunk) {
+    first_ = h;
+    elems_seen_ = h.elem_count;
+  }
+  complete_ = true;
+}
+
 void BlobAssembler::add_unchecked(const RecordHeader& h, ByteSource& in) {
   if (complete_) fail(fmt::format("{}: the blob is already complete; this record is extra", h.describe()));
   if (!name_.empty() && h.name != name_)

@@ -1006,6 +1006,8 @@ class MiniDb final : public DB {
     return std::make_unique<MiniCursor>(open_mini_file(path()));
   }
 
+  bool indexed() const override { return mode() == DbMode::Read && file_ != nullptr; }
+
   std::unique_ptr<Transaction> new_transaction() override {
     if (!writer_) throw RuntimeError(fmt::format("minidb '{}': cannot write to a DB opened in read mode", path()));
     if (writer_->closed()) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path()));

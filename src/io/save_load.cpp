@@ -22,6 +22,9 @@
 #include "moka/io/db.h"
 #include "moka/io/db_streams.h"
 
+#include "core/spin_wait.h"
+#include "io/load_prefetcher.h"
+
 namespace moka {
 
 namespace {
@@ -212,20 +215,34 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
   };
   const bool prefixed = !spec.add_prefix.empty() || !spec.strip_prefix.empty();
   std::string renamed;  // the blob name after prefix rules, when they change it (reused)
+  // The blob name of a DB key after prefix rules (a view into `renamed` when they change it).
+  auto stored_name = [&](std::string_view db_key) -> std::string_view {
+    const std::string_view key = blob_name_from_key(db_key);
+    if (!prefixed) return key;
+    renamed.assign(spec.add_prefix);
+    renamed.append(strip(key, spec.strip_prefix));
+    return renamed;
+  };
+  const std::size_t threads =
+      spec.load_threads != 0 ? spec.load_threads : std::min(kAutoLoadThreads, detail::affinity_cpus());
 
   try {
     for (std::size_t d = 0; d < paths.size(); ++d) {
       const std::string& path = paths[d];
       with_context(where_db("Load from", spec.db_type, path), [&] {
         auto db = open_db(spec.db_type, path, DbMode::Read);
-        for (auto cursor = db->new_cursor(); cursor->valid(); cursor->next()) {
+        // Later records decoded on helper threads while this one reads the first ones; adopted
+        // below only where this pass would decode the same record into a fresh blob.
+        std::unique_ptr<detail::LoadPrefetcher> prefetch;
+        if (threads > 1 && (spec.load_all || loaded < outputs.size())) {
+          prefetch = detail::LoadPrefetcher::start(
+              *db, [&](std::string_view db_key) { return spec.load_all || by_name.contains(stored_name(db_key)); },
+              threads, kParallelLoadMinBytes);
+        }
+        std::size_t ordinal = 0;
+        for (auto cursor = db->new_cursor(); cursor->valid(); cursor->next(), ++ordinal) {
           const std::string_view db_key = cursor->key();
-          std::string_view key = blob_name_from_key(db_key);
-          if (prefixed) {
-            renamed.assign(spec.add_prefix);
-            renamed.append(strip(key, spec.strip_prefix));
-            key = renamed;
-          }
+          const std::string_view key = stored_name(db_key);
           auto w = by_name.find(key);
           if (w == by_name.end()) {
             if (!spec.load_all) continue;  // not requested: its value is never read
@@ -249,27 +266,39 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
             // before the blob counts as loaded: the DB's hash over the same bytes would be a
             // second pass over the data for no extra detection. So the value is read with
             // read_value (checked like value_unhashed), straight into the tensor.
-            CursorValueSource src(*cursor);
-            stats.bytes += src.size();
-            const RecordHeader h = read_record_header(src, "record header");
-            const bool tensor = h.kind == RecordKind::TensorChunk;
-            if (p.assembler->complete())
-              throw InvalidInput(tensor ? fmt::format("Found an extra part for an already filled tensor: {}", key)
-                                        : fmt::format("Blob duplicated: {}", key));
-            if (!fresh && tensor != p.is_tensor)
-              throw InvalidInput(fmt::format("Must be tensor {} (a tensor chunk and a non-tensor record share the "
-                                             "name)",
-                                             key));
-            p.is_tensor = tensor;
-            if (tensor) {
+            if (detail::PrefetchedRecord* got = fresh && prefetch ? prefetch->take(ordinal, db_key) : nullptr) {
+              // What the read below does for this record, already done (into a fresh blob too).
+              const RecordHeader& h = got->header;
+              stats.bytes += got->value_size;
+              p.is_tensor = true;
               p.total = numel_of(h.shape);
               p.read += h.elem_count;
               p.chunks_total = h.chunk_count;
+              ++p.chunks_read;
+              p.assembler->adopt(h, got->blob);
+            } else {
+              CursorValueSource src(*cursor);
+              stats.bytes += src.size();
+              const RecordHeader h = read_record_header(src, "record header");
+              const bool tensor = h.kind == RecordKind::TensorChunk;
+              if (p.assembler->complete())
+                throw InvalidInput(tensor ? fmt::format("Found an extra part for an already filled tensor: {}", key)
+                                          : fmt::format("Blob duplicated: {}", key));
+              if (!fresh && tensor != p.is_tensor)
+                throw InvalidInput(fmt::format("Must be tensor {} (a tensor chunk and a non-tensor record share the "
+                                               "name)",
+                                               key));
+              p.is_tensor = tensor;
+              if (tensor) {
+                p.total = numel_of(h.shape);
+                p.read += h.elem_count;
+                p.chunks_total = h.chunk_count;
+              }
+              ++p.chunks_read;
+              p.assembler->add(h, src);
+              if (src.position() != src.size())
+                throw CorruptData(fmt::format("{} unexpected bytes after the record", src.size() - src.position()));
             }
-            ++p.chunks_read;
-            p.assembler->add(h, src);
-            if (src.position() != src.size())
-              throw CorruptData(fmt::format("{} unexpected bytes after the record", src.size() - src.position()));
           } catch (Error& e) {
             p.blob->reset();
             e.add_context(fmt::format("key \"{}\"", detail::printable_key(db_key)));

@@ -206,6 +206,10 @@ class BlobAssembler {
   void add(ByteSource& in);
   /// @brief Reads the payload of a record whose header was read with read_record_header.
   void add(const RecordHeader& header, ByteSource& in);
+  /// @brief Takes `whole`, a blob that another assembler built from the single record `header`
+  /// (complete, every check passed), as this blob's only record: the same state as add(header, ...)
+  /// of that record would leave. Requires that nothing was added yet (InvalidInput otherwise).
+  void adopt(const RecordHeader& header, Blob& whole);
   /// @brief True once every chunk of the blob has arrived.
   bool complete() const noexcept { return complete_; }
   /// @brief Throws CorruptData (and resets the blob) unless complete().

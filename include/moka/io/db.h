@@ -166,6 +166,9 @@ class DB {
   /// @brief Reads everything back and checks every checksum the backend has; RuntimeError naming
   /// the file on corruption. minidb also checks its whole-file checksum; LMDB has no checksums.
   virtual void verify();
+  /// @brief Whether keys and value sizes come from an in-memory index, so that walking a cursor
+  /// with key() and value_size() reads no values (minidb in Read mode). Parallel load uses it.
+  virtual bool indexed() const { return false; }
 
   const std::string& db_type() const { return db_type_; }
   const std::string& path() const { return path_; }

@@ -2,6 +2,7 @@
 // usable directly (checkpoint managers, CachedReader, benchmarks). Format: docs/checkpoint-format.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +38,16 @@ struct LoadSpec {
   bool load_all = false;                       ///< load every entry into a blob of its (prefixed) name
   bool allow_incomplete = false;               ///< missing blobs are not an error
   bool keep_device = false;                    ///< accepted for compatibility; moka has one device
+  /// Threads that read and verify records (moka's own; Caffe2 loads on one). 0: as many as the
+  /// caller may run on, at most kAutoLoadThreads, for a minidb of kParallelLoadMinBytes or more;
+  /// 1: the calling thread only. The result and any error are the same for every value.
+  std::size_t load_threads = 0;
 };
+
+/// LoadSpec::load_threads = 0 uses at most this many threads...
+inline constexpr std::size_t kAutoLoadThreads = 4;
+/// ...and only for a DB whose wanted records hold at least this many bytes.
+inline constexpr uint64_t kParallelLoadMinBytes = uint64_t{8} << 20;
 
 /// Bytes and blobs moved by one save or load, for stats and benchmarks.
 struct SaveLoadStats {
