@@ -5,7 +5,7 @@
 // their median and range, and the moka/plain ratio of each repetition, not auto-scaled iterations.
 //
 //   save_load_bench [--bytes=N] [--blobs=10,10000] [--backends=minidb,leveldb,lmdb] [--reps=3]
-//                   [--cold] [--dir=DIR] [--direct]
+//                   [--cold] [--dir=DIR] [--direct] [--load-threads=N] [--malloc-trim]
 //   Environment: MOKA_BENCH_SAVE_BYTES, MOKA_BENCH_REPS, MOKA_BENCH_COLD=1, MOKA_BENCH_DIR.
 //   --dir (default /tmp): where the run makes its own scratch directory, removed at the end.
 //
@@ -18,7 +18,18 @@
 // path save_blobs takes); moka load: load_blobs into a fresh workspace (--direct: Cursor::read_value
 // + BlobAssembler). Rates count tensor payload bytes (MiB = 2^20 bytes). --cold drops the page
 // cache (needs root) before every load, plain and moka alike; otherwise both read a warm cache.
+// --load-threads: LoadSpec::load_threads of moka's load (default 0, automatic).
+//
+// Heap: every contender allocates its buffers from the same process heap, and whether a load finds
+// pages already mapped there depends on glibc trimming the heap top after the previous load, which
+// depends on which small allocation happens to sit above the big ones: a run could be warm for one
+// contender and fault every page in (12 us per 4 KiB page on some VMs) for the next. So the bench
+// turns trimming off for the whole run (mallopt M_TRIM_THRESHOLD, and M_MMAP_THRESHOLD at the 32
+// MiB that glibc's own adjustment reaches in a running process), the same for every contender,
+// and each repetition after the first measures loads into warm heap memory; the first repetition
+// (the minimum of each range) is the cold one. --malloc-trim keeps glibc's default instead.
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <fmt/format.h>
@@ -31,6 +42,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -58,6 +70,8 @@ struct Config {
   int reps = 3;
   bool cold = false;
   bool direct = false;
+  std::size_t load_threads = 0;  // LoadSpec::load_threads (0: automatic)
+  bool malloc_trim = false;      // glibc's default heap trimming (see the top of the file)
   std::string dir = "/tmp";  // the parent of the scratch directory the run makes (and removes)
 };
 
@@ -97,6 +111,10 @@ Config parse(int argc, char** argv) {
       c.cold = true;
     } else if (a == "--direct") {
       c.direct = true;
+    } else if (a == "--malloc-trim") {
+      c.malloc_trim = true;
+    } else if (a.starts_with("--load-threads=")) {
+      c.load_threads = std::stoull(std::string(value("--load-threads=")));
     } else if (a.starts_with("--dir=")) {
       c.dir = value("--dir=");
     } else {
@@ -267,7 +285,8 @@ double moka_save(Data& d, const std::string& type, const std::string& path, bool
   return seconds_since(t0);
 }
 
-double moka_load(const Data& d, const std::string& type, const std::string& path, bool direct, bool verify) {
+double moka_load(const Data& d, const std::string& type, const std::string& path, bool direct, bool verify,
+                 std::size_t load_threads) {
   moka::Workspace ws;
   const auto t0 = Clock::now();
   if (direct) {
@@ -288,6 +307,7 @@ double moka_load(const Data& d, const std::string& type, const std::string& path
     spec.dbs = {path};
     spec.db_type = type;
     spec.absolute_path = true;
+    spec.load_threads = load_threads;
     moka::load_blobs(ws, spec);
   }
   const double s = seconds_since(t0);
@@ -327,6 +347,12 @@ void remove_path(const std::string& p) {
 
 int main(int argc, char** argv) try {
   Config cfg = parse(argc, argv);
+  // Setting the trim threshold also freezes glibc's mmap threshold, which a running process
+  // raises up to 32 MiB as it frees large blocks: freeze it there, or every buffer of 128 KiB or
+  // more (the DB writers' among them) would be a fresh mapping faulted in on each use.
+  if (!cfg.malloc_trim && (::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) != 1 ||
+                           ::mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1))
+    throw std::runtime_error("mallopt(M_TRIM_THRESHOLD / M_MMAP_THRESHOLD) failed");
   // Work in a fresh directory of our own under --dir and remove only that: --dir=/tmp must not
   // empty /tmp.
   std::filesystem::create_directories(cfg.dir);
@@ -336,10 +362,11 @@ int main(int argc, char** argv) try {
   cfg.dir = scratch;
   if (cfg.cold) drop_page_cache();  // fail early without root
   const double mib = static_cast<double>(cfg.bytes) / (1 << 20);
-  fmt::print("save_load_bench: {:.0f} MiB of float tensors, {} repetitions, {} page cache, {}, dir {}\n", mib,
-             cfg.reps, cfg.cold ? "cold (dropped before each load)" : "warm",
+  fmt::print("save_load_bench: {:.0f} MiB of float tensors, {} repetitions, {} page cache, {}, load_threads {}, "
+             "heap trimming {}, dir {}\n",
+             mib, cfg.reps, cfg.cold ? "cold (dropped before each load)" : "warm",
              cfg.direct ? "serialize_blob + Transaction / Cursor + BlobAssembler" : "save_blobs / load_blobs",
-             cfg.dir);
+             cfg.load_threads, cfg.malloc_trim ? "glibc default" : "off", cfg.dir);
   fmt::print("rates in MiB/s of tensor payload, median (min–max); ratio = moka / plain of the same repetition\n\n");
   fmt::print(
       "| blobs | backend | save | plain write+fsync+rename | save ratio | load | plain read() | load ratio | "
@@ -361,7 +388,7 @@ int main(int argc, char** argv) try {
         remove_path(path);
         const double ms = moka_save(*data, type, path, cfg.direct);
         if (cfg.cold) drop_page_cache();
-        const double ml = moka_load(*data, type, path, cfg.direct, rep == 0);
+        const double ml = moka_load(*data, type, path, cfg.direct, rep == 0, cfg.load_threads);
         remove_path(path);
         psave[type].v.push_back(mib / ps);
         pload[type].v.push_back(mib / pl);
