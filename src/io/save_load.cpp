@@ -128,6 +128,9 @@ std::vector<std::string> save_stored_names(const SaveSpec& spec) {
 void check_load_spec(const LoadSpec& spec) {
   if (spec.db_type.empty()) throw InvalidInput("Must specify a db type.");
   if (spec.dbs.empty()) throw InvalidInput("Must specify a db name.");
+  if (spec.load_threads > kMaxLoadThreads)
+    throw InvalidInput(fmt::format("load_threads must be at most {} (0: automatic), got {}", kMaxLoadThreads,
+                                   spec.load_threads));
   std::set<std::string> dbs;
   for (const auto& db : spec.dbs) {
     if (db.empty()) throw InvalidInput("Db name should not be empty.");

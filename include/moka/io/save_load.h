@@ -40,7 +40,8 @@ struct LoadSpec {
   bool keep_device = false;                    ///< accepted for compatibility; moka has one device
   /// Threads that read and verify records (moka's own; Caffe2 loads on one). 0: as many as the
   /// caller may run on, at most kAutoLoadThreads, for a minidb of kParallelLoadMinBytes or more;
-  /// 1: the calling thread only. The result and any error are the same for every value.
+  /// 1: the calling thread only; at most kMaxLoadThreads. The result and any error are the same
+  /// for every value.
   std::size_t load_threads = 0;
 };
 
@@ -48,6 +49,8 @@ struct LoadSpec {
 inline constexpr std::size_t kAutoLoadThreads = 4;
 /// ...and only for a DB whose wanted records hold at least this many bytes.
 inline constexpr uint64_t kParallelLoadMinBytes = uint64_t{8} << 20;
+/// The largest LoadSpec::load_threads accepted (InvalidInput above it).
+inline constexpr std::size_t kMaxLoadThreads = 64;
 
 /// Bytes and blobs moved by one save or load, for stats and benchmarks.
 struct SaveLoadStats {

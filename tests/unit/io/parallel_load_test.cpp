@@ -288,6 +288,22 @@ TEST(ParallelLoad, PrefetcherHandsOutHelperRecordsInOrder) {
     EXPECT_EQ(again->take(ordinal, std::string(c->key()) + "x"), nullptr);
 }
 
+TEST(ParallelLoad, TooManyThreadsIsRefusedClearly) {
+  TempDir dir;
+  Workspace src;
+  save(src, fill(src), dir / "ckpt.minidb");
+  LoadSpec spec;
+  spec.dbs = {dir / "ckpt.minidb"};
+  spec.load_all = true;
+  const Outcome most = load(spec, kMaxLoadThreads);
+  EXPECT_EQ(most.error, "");
+  EXPECT_EQ(most.blobs, load(spec, 1).blobs);
+  const Outcome over = load(spec, kMaxLoadThreads + 1);
+  EXPECT_NE(over.error.find("load_threads must be at most 64 (0: automatic), got 65"), std::string::npos)
+      << over.error;
+  EXPECT_TRUE(over.blobs.empty());  // refused before any blob was created
+}
+
 TEST(LoadPrefetcher, OtherBackendsAreNotIndexed) {
   TempDir dir;
   Workspace src;
