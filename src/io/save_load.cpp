@@ -235,12 +235,24 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
       with_context(where_db("Load from", spec.db_type, path), [&] {
         auto db = open_db(spec.db_type, path, DbMode::Read);
         // Later records decoded on helper threads while this one reads the first ones; adopted
-        // below only where this pass would decode the same record into a fresh blob.
+        // below only where this pass would decode the same record into a fresh blob. A blob that
+        // holds a value now is left to this pass, which frees the old value before reading the new
+        // one: decoding ahead would hold both (a reload of a whole model would need twice its memory).
         std::unique_ptr<detail::LoadPrefetcher> prefetch;
         if (threads > 1 && (spec.load_all || loaded < outputs.size())) {
-          prefetch = detail::LoadPrefetcher::start(
-              *db, [&](std::string_view db_key) { return spec.load_all || by_name.contains(stored_name(db_key)); },
-              threads, kParallelLoadMinBytes);
+          const auto wanted = [&](std::string_view db_key) {
+            const std::string_view name = stored_name(db_key);
+            const Blob* dest = nullptr;
+            if (spec.load_all) {
+              dest = ws.get_blob(name);
+            } else if (auto w = by_name.find(name); w != by_name.end()) {
+              dest = outputs[w->second];
+            } else {
+              return false;
+            }
+            return dest == nullptr || !dest->is_initialized();
+          };
+          prefetch = detail::LoadPrefetcher::start(*db, wanted, threads, kParallelLoadMinBytes);
         }
         std::size_t ordinal = 0;
         for (auto cursor = db->new_cursor(); cursor->valid(); cursor->next(), ++ordinal) {
@@ -273,6 +285,7 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
               // What the read below does for this record, already done (into a fresh blob too).
               const RecordHeader& h = got->header;
               stats.bytes += got->value_size;
+              ++stats.read_ahead;
               p.is_tensor = true;
               p.total = numel_of(h.shape);
               p.read += h.elem_count;

@@ -56,6 +56,7 @@ inline constexpr std::size_t kMaxLoadThreads = 64;
 struct SaveLoadStats {
   uint64_t blobs = 0;
   uint64_t bytes = 0;  ///< serialized bytes written or read
+  uint64_t read_ahead = 0;  ///< load: records that helper threads decoded (LoadSpec::load_threads)
 };
 
 /// @brief Saves blobs of `ws` into a new DB (replacing any DB at the path), durably: the DB is
