@@ -2,6 +2,7 @@
 // queue operator (RunOptions.cancel, and a sibling's failure in concurrent substeps).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -338,6 +339,25 @@ void register_fail_after() {
   });
 }
 
+// Counts its runs: the last operator of blocked_plan's init net, so that a test thread can wait
+// until the plan is past init and about to block.
+std::atomic<int> g_init_runs{0};
+class InitDoneOp final : public OperatorBase {
+ public:
+  using OperatorBase::OperatorBase;
+  bool run() override {
+    g_init_runs.fetch_add(1, std::memory_order_release);
+    return true;
+  }
+};
+
+void register_init_done() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_operator<InitDoneOp>(OpSchema("QueueTestInitDone").doc("test: counts its runs"));
+  });
+}
+
 // A plan whose "blocked" net holds one queue operator that blocks forever: on an empty queue (reads)
 // or a full one (writes).
 struct BlockingCase {
@@ -366,6 +386,8 @@ PlanDef blocked_plan(const OperatorDef& blocking, bool with_failing_sibling) {
   init.op.push_back(make_op("ConstantFill", {}, {"a"}, {make_arg("shape", std::vector<int64_t>{1})}));
   init.op.push_back(make_op("SafeEnqueueBlobs", {"full", "a"}, {"a", "s0"}));
   init.op.push_back(make_op("ConstantFill", {}, {"a"}, {make_arg("shape", std::vector<int64_t>{1})}));
+  register_init_done();
+  init.op.push_back(make_op("QueueTestInitDone", {}, {}));
   NetDef blocked;
   blocked.name = "blocked";
   blocked.op.push_back(blocking);
@@ -382,7 +404,8 @@ PlanDef blocked_plan(const OperatorDef& blocking, bool with_failing_sibling) {
   if (with_failing_sibling) {
     NetDef fail;
     fail.name = "fail";
-    fail.op.push_back(make_op("QueueTestFailAfter", {}, {}, {make_arg("ms", 30)}));
+    // Long enough for the blocked sibling to start blocking first, even under TSan.
+    fail.op.push_back(make_op("QueueTestFailAfter", {}, {}, {make_arg("ms", 100)}));
     plan.network.push_back(fail);
     ExecutionStepDef fail_step;
     fail_step.name = "fail";
@@ -400,8 +423,14 @@ TEST(QueueOpsCancel, CancelTokenWakesABlockedQueueOperator) {
     Workspace ws;
     RunOptions opts;
     opts.cancel = std::make_shared<CancelToken>();
+    // Cancel once the blocked operator runs: a cancel that lands before it starts (a slow init
+    // under TSan) skips it, and then nothing closes its queue.
+    const int inits = g_init_runs.load(std::memory_order_acquire);
     std::thread canceller([&] {
-      std::this_thread::sleep_for(30ms);
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (g_init_runs.load(std::memory_order_acquire) == inits && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(50ms);
       opts.cancel->cancel();
     });
     const auto t0 = std::chrono::steady_clock::now();
