@@ -214,6 +214,69 @@ TEST(BlobSerializer, ChunksInAnyOrder) {
   EXPECT_THROW(c.add(s1), CorruptData);
 }
 
+// adopt() takes a blob another assembler built from one whole record, and only as the first record.
+TEST(BlobSerializer, AdoptTakesAWholeRecordOnlyIntoAFreshAssembler) {
+  const Tensor t = Tensor::vector<float>({1, 2, 3});
+  const std::string bytes = ser(tensor_blob(t), "w");
+  auto built = [&] {
+    MemorySource s(bytes);
+    const RecordHeader h = read_record_header(s);
+    Blob b;
+    BlobAssembler a(b);
+    a.add(h, s);
+    a.finish();
+    return std::pair{h, std::move(b)};
+  };
+
+  auto [h, whole] = built();
+  Blob dest;
+  dest.emplace<Counter>(5);  // an old value is replaced, as add() would
+  BlobAssembler fresh(dest);
+  fresh.adopt(h, whole);
+  EXPECT_TRUE(fresh.complete());
+  EXPECT_EQ(fresh.name(), "w");
+  fresh.finish();
+  EXPECT_TRUE(dest.get<Tensor>() == t);
+
+  // After a record was added (complete or not), adopting is refused and the blob is untouched.
+  auto [h2, whole2] = built();
+  Blob added;
+  BlobAssembler after_add(added);
+  MemorySource s(bytes);
+  after_add.add(s);
+  try {
+    after_add.adopt(h2, whole2);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot adopt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"w\""), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(added.get<Tensor>() == t);
+  EXPECT_TRUE(whole2.get<Tensor>() == t);
+
+  // A chunked record (one of several) is never a whole blob.
+  Tensor big(DType::Int32, {20});
+  std::string chunk;
+  struct First : ByteSink {
+    std::string* out;
+    int records = 0;
+    void begin_record(std::string_view, uint64_t) override { ++records; }
+    void write(std::span<const std::byte> b) override {
+      if (records == 1) out->append(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+  } sink;
+  sink.out = &chunk;
+  serialize_blob("c", tensor_blob(big), sink, {.chunk_size = 5});
+  ASSERT_EQ(sink.records, 4);
+  MemorySource cs(chunk);
+  const RecordHeader ch = read_record_header(cs);
+  Blob some, target;
+  some.emplace<Counter>(1);
+  BlobAssembler chunk_assembler(target);
+  EXPECT_THROW(chunk_assembler.adopt(ch, some), InvalidInput);
+  EXPECT_FALSE(target.is_initialized());
+}
+
 TEST(BlobSerializer, LoadReusesTensorStorage) {
   Tensor t = Tensor::vector<float>({1, 2, 3, 4});
   const std::string bytes = ser(tensor_blob(t));

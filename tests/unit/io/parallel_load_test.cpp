@@ -155,13 +155,19 @@ void corrupt_payload_of(const std::string& path, int seed) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-TEST(ParallelLoad, EveryThreadCountLoadsTheSameBlobs) {
+// A checkpoint of fill()'s blobs, saved to one minidb file: the setup of most tests here.
+class ParallelLoad : public ::testing::Test {
+ protected:
+  ParallelLoad() { save(src, names, path); }
   TempDir dir;
   Workspace src;
-  const auto names = fill(src);
-  save(src, names, dir / "ckpt.minidb");
+  const std::vector<std::string> names = fill(src);
+  const std::string path = dir / "ckpt.minidb";
+};
+
+TEST_F(ParallelLoad, EveryThreadCountLoadsTheSameBlobs) {
   LoadSpec all;
-  all.dbs = {dir / "ckpt.minidb"};
+  all.dbs = {path};
   all.load_all = true;
   expect_same_for_every_thread_count(all);
   LoadSpec named;
@@ -175,14 +181,10 @@ TEST(ParallelLoad, EveryThreadCountLoadsTheSameBlobs) {
   EXPECT_EQ(two.blobs, contents(expected));
 }
 
-TEST(ParallelLoad, SubsetsPrefixesAndEarlyStopsAreTheSame) {
-  TempDir dir;
-  Workspace src;
-  const auto names = fill(src);
-  save(src, names, dir / "ckpt.minidb");
+TEST_F(ParallelLoad, SubsetsPrefixesAndEarlyStopsAreTheSame) {
   // A few names from both ends: the load stops reading once they are in.
   LoadSpec some;
-  some.dbs = {dir / "ckpt.minidb"};
+  some.dbs = {path};
   some.blob_names = {"w01", "w02", "w20", "w23"};
   expect_same_for_every_thread_count(some, {"w03", "w21"});
   LoadSpec renamed = some;
@@ -201,10 +203,7 @@ TEST(ParallelLoad, SubsetsPrefixesAndEarlyStopsAreTheSame) {
   expect_same_for_every_thread_count(missing);
 }
 
-TEST(ParallelLoad, ChunkedTensorsAndSeveralDbsAreTheSame) {
-  TempDir dir;
-  Workspace src;
-  const auto names = fill(src);
+TEST_F(ParallelLoad, ChunkedTensorsAndSeveralDbsAreTheSame) {
   const std::vector<std::string> first(names.begin(), names.begin() + 12), second(names.begin() + 12, names.end());
   save(src, first, dir / "a.minidb");
   save(src, second, dir / "b.minidb", 50'000);  // the larger tensors in several chunks
@@ -225,16 +224,13 @@ TEST(ParallelLoad, ChunkedTensorsAndSeveralDbsAreTheSame) {
   expect_same_for_every_thread_count(spec);
 }
 
-TEST(ParallelLoad, ACorruptRecordGivesTheSameErrorAndBlobsWhereverItIs) {
+TEST_F(ParallelLoad, ACorruptRecordGivesTheSameErrorAndBlobsWhereverItIs) {
   for (int victim : {1, 11, 20, 22}) {  // in the caller's share and in the helpers'
     SCOPED_TRACE(fmt::format("corrupt tensor w{:02}", victim));
-    TempDir dir;
-    Workspace src;
-    const auto names = fill(src);
-    save(src, names, dir / "ckpt.minidb");
-    corrupt_payload_of(dir / "ckpt.minidb", victim);
+    save(src, names, path);  // each round corrupts a fresh copy
+    corrupt_payload_of(path, victim);
     LoadSpec all;
-    all.dbs = {dir / "ckpt.minidb"};
+    all.dbs = {path};
     all.load_all = true;
     const Outcome one = load(all, 1);
     EXPECT_NE(one.error.find("checksum"), std::string::npos) << one.error;
@@ -249,12 +245,8 @@ TEST(ParallelLoad, ACorruptRecordGivesTheSameErrorAndBlobsWhereverItIs) {
   }
 }
 
-TEST(ParallelLoad, PrefetcherHandsOutHelperRecordsInOrder) {
-  TempDir dir;
-  Workspace src;
-  const auto names = fill(src);
-  save(src, names, dir / "ckpt.minidb");
-  auto db = open_db("minidb", dir / "ckpt.minidb", DbMode::Read);
+TEST_F(ParallelLoad, PrefetcherHandsOutHelperRecordsInOrder) {
+  auto db = open_db("minidb", path, DbMode::Read);
   ASSERT_TRUE(db->indexed());
   const auto all = [](std::string_view) { return true; };
   EXPECT_EQ(detail::LoadPrefetcher::start(*db, all, 1, 0), nullptr);          // one thread: none
@@ -290,13 +282,9 @@ TEST(ParallelLoad, PrefetcherHandsOutHelperRecordsInOrder) {
     EXPECT_EQ(again->take(ordinal, std::string(c->key()) + "x"), nullptr);
 }
 
-TEST(ParallelLoad, HelpersDecodeOnlyIntoBlobsWithoutAValue) {
-  TempDir dir;
-  Workspace src;
-  const auto names = fill(src);
-  save(src, names, dir / "ckpt.minidb");
+TEST_F(ParallelLoad, HelpersDecodeOnlyIntoBlobsWithoutAValue) {
   LoadSpec spec;
-  spec.dbs = {dir / "ckpt.minidb"};
+  spec.dbs = {path};
   spec.blob_names = names;
   EXPECT_EQ(load(spec, 1).stats->read_ahead, 0u);
   const Outcome fresh = load(spec, 2);
@@ -317,12 +305,9 @@ TEST(ParallelLoad, HelpersDecodeOnlyIntoBlobsWithoutAValue) {
   EXPECT_EQ(load(spec, 2, names).stats->read_ahead, 0u);
 }
 
-TEST(ParallelLoad, TooManyThreadsIsRefusedClearly) {
-  TempDir dir;
-  Workspace src;
-  save(src, fill(src), dir / "ckpt.minidb");
+TEST_F(ParallelLoad, TooManyThreadsIsRefusedClearly) {
   LoadSpec spec;
-  spec.dbs = {dir / "ckpt.minidb"};
+  spec.dbs = {path};
   spec.load_all = true;
   const Outcome most = load(spec, kMaxLoadThreads);
   EXPECT_EQ(most.error, "");
