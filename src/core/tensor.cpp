@@ -95,7 +95,7 @@ void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_
   numel_ = n;
 }
 
-void Tensor::resize_dim0(int64_t rows) {
+void Tensor::resize_dim0(int64_t rows, bool zero_new) {
   if (!defined() || shape_.empty())
     throw TypeError(fmt::format("cannot change dimension 0 of a {} tensor", describe()));
   if (rows < 0) throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows", describe(), rows));
@@ -119,7 +119,7 @@ void Tensor::resize_dim0(int64_t rows) {
     if (bytes_.size() < need) {
       const std::size_t old = bytes_.size();
       bytes_.resize(need);
-      std::memset(bytes_.data() + old, 0, need - old);
+      if (zero_new) std::memset(bytes_.data() + old, 0, need - old);
     }
   }
   shape_[0] = rows;

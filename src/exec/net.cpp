@@ -71,23 +71,18 @@ SimpleNet::SimpleNet(NetDef def, Workspace* ws) : def_(std::move(def)) {
 
 SimpleNet::~SimpleNet() = default;
 
-void SimpleNet::run() {
-  const std::size_t n = ops_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    bool ok;
-    try {
-      ok = ops_[i]->run();
-    } catch (Error& e) {
-      e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
-      e.add_context(describe_net(def_.name));
-      throw;
-    } catch (const std::exception& e) {
-      RuntimeError wrapped(e.what());
-      wrapped.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
-      wrapped.add_context(describe_net(def_.name));
-      std::throw_with_nested(wrapped);
-    }
-    if (!ok) op_failed(i);
+void SimpleNet::rethrow_in_context(std::size_t i) {
+  try {
+    throw;
+  } catch (Error& e) {
+    e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+    e.add_context(describe_net(def_.name));
+    throw;
+  } catch (const std::exception& e) {
+    RuntimeError wrapped(e.what());
+    wrapped.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
+    wrapped.add_context(describe_net(def_.name));
+    std::throw_with_nested(wrapped);
   }
 }
 

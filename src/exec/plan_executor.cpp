@@ -160,7 +160,7 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
   SimpleNet* const* nets = c.nets.data();
   for (int64_t iter = 0; c.keep_going(iter); ++iter) {
     for (std::size_t i = 0; i < num_nets; ++i) {
-      nets[i]->run();
+      nets[i]->run_ops();
       if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
       preempt_point();  // in a fiber: let the siblings run once a turn is over
     }

@@ -505,7 +505,7 @@ void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t b_in) {
 // a += rows of b, growing a's storage geometrically (amortized linear over many appends).
 void append_rows(Tensor& a, const Tensor& b) {
   const int64_t old = a.dim(0);
-  a.resize_dim0(old + b.dim(0));
+  a.resize_dim0(old + b.dim(0), /*zero_new=*/false);  // every new row is copied next
   copy_rows(b, 0, a, old, b.dim(0));
 }
 

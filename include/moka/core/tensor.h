@@ -126,8 +126,11 @@ class Tensor {
   /// Sets dimension 0 to `rows`, keeping the values of every row that remains (Caffe2's
   /// Extend/ShrinkTo). Storage grows geometrically, so appending rows one batch at a time costs
   /// amortized O(appended values). Needs a defined tensor with ndim() >= 1 (TypeError otherwise);
-  /// InvalidInput for a negative or too large row count. New rows have unspecified values.
-  void resize_dim0(int64_t rows);
+  /// InvalidInput for a negative or too large row count. New rows have unspecified values: zero
+  /// where the storage grows (rows a shrink dropped come back with their old values), except with
+  /// zero_new = false, for callers that write every new row before anything reads it (appends),
+  /// which saves a pass over them.
+  void resize_dim0(int64_t rows, bool zero_new = true);
 
   template <class T>
   T* mutable_data() {

@@ -615,6 +615,13 @@ TEST(DatasetOps, TensorResizeDim0KeepsRows) {
   Tensor n = Tensor::vector<double>({1.5, 2.5});
   for (int i = 0; i < 1000; ++i) n.resize_dim0(n.dim(0) + 1);
   EXPECT_EQ(n.data<double>()[1], 2.5);
+  // Rows beyond what the storage held before are zero...
+  EXPECT_EQ(n.data<double>()[1000], 0.0);
+  // ...unless an append's resize skips the zeroing; the rows kept are kept either way.
+  n.resize_dim0(2000, /*zero_new=*/false);
+  EXPECT_EQ(n.dim(0), 2000);
+  EXPECT_EQ(n.data<double>()[0], 1.5);
+  EXPECT_EQ(n.data<double>()[2], 0.0);
   EXPECT_THROW(n.resize_dim0(-1), InvalidInput);
   Tensor s = Tensor::scalar<int32_t>(1);
   EXPECT_THROW(s.resize_dim0(2), TypeError);
