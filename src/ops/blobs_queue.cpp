@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/asymmetric_fence.h"
 #include "core/spin_wait.h"
 #include "moka/core/error.h"
 
@@ -27,7 +28,9 @@ constexpr int kSpinYields = 8;
 }  // namespace
 
 BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names)
-    : name_(std::move(name)), field_names_(std::move(field_names)) {
+    : name_(std::move(name)),
+      field_names_(std::move(field_names)),
+      light_publish_(detail::asymmetric_fences_available()) {
   if (capacity < 1)
     throw InvalidInput(
         fmt::format("BlobsQueue \"{}\": argument \"capacity\" = {}: capacity must be at least 1", name_, capacity));
@@ -123,7 +126,7 @@ bool BlobsQueue::try_put(std::span<Blob* const> inputs, bool& closed) {
       if (write_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
         Blob* blobs = blobs_of(sl);
         for (std::size_t j = 0; j < num_blobs_; ++j) blobs[j].swap(*inputs[j]);
-        s.store(2 * pos + 1, std::memory_order_seq_cst);  // seq_cst: see after_put()
+        publish(s, 2 * pos + 1);
         return true;
       }
     } else if (dif < 0) {
@@ -145,7 +148,7 @@ bool BlobsQueue::try_take(std::span<Blob* const> outputs) {
       if (read_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
         Blob* blobs = blobs_of(sl);
         for (std::size_t j = 0; j < num_blobs_; ++j) blobs[j].swap(*outputs[j]);
-        s.store(2 * (pos + capacity_), std::memory_order_seq_cst);
+        publish(s, 2 * (pos + capacity_));
         return true;
       }
     } else if (dif < 0) {
@@ -157,8 +160,25 @@ bool BlobsQueue::try_take(std::span<Blob* const> outputs) {
 }
 
 // A sleeper increments its count and then re-checks under mu_; the mover publishes the slot and then
-// loads the count, all seq_cst (one total order), so either the sleeper sees the record or the mover
-// sees the sleeper — and notifies under mu_, which the sleeper holds from its check until it waits.
+// loads the count, so either the sleeper sees the record or the mover sees the sleeper — and notifies
+// under mu_, which the sleeper holds from its check until it waits. The store-then-load on each side
+// needs a full fence between: all seq_cst (one total order), or, where the kernel offers it, a light
+// fence for the mover and a membarrier for the sleeper (core/asymmetric_fence.h), which keeps the
+// locked instruction off every hand-off.
+void BlobsQueue::publish(std::atomic<uint64_t>& seq, uint64_t value) const noexcept {
+  if (light_publish_) {
+    seq.store(value, std::memory_order_release);
+    detail::light_fence();
+  } else {
+    seq.store(value, std::memory_order_seq_cst);
+  }
+}
+
+void BlobsQueue::announce_sleeper(std::atomic<int>& waiting) const noexcept {
+  waiting.fetch_add(1, std::memory_order_seq_cst);
+  if (light_publish_) detail::heavy_fence();
+}
+
 void BlobsQueue::after_put() noexcept {
   if (readers_waiting_.load(std::memory_order_seq_cst) == 0) return;
   { std::lock_guard lk(mu_); }
@@ -199,7 +219,7 @@ QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
     }
     BlockingScope blocking;  // on a pool worker: let queued jobs (e.g. the readers) run meanwhile
     std::unique_lock lk(mu_);
-    writers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    announce_sleeper(writers_waiting_);
     not_full_.wait(lk, ready);
     writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -239,7 +259,7 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
     }
     BlockingScope blocking;
     std::unique_lock lk(mu_);
-    readers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    announce_sleeper(readers_waiting_);
     bool woke = true;
     if (timeout_secs > 0)
       woke = not_empty_.wait_until(lk, deadline, ready);

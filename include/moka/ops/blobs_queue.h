@@ -136,6 +136,11 @@ class BlobsQueue {
   bool slot_free() const noexcept;
   // Closed, and every record written has been claimed by a reader.
   bool closed_and_drained() const noexcept;
+  // Stores a slot's new sequence number (handing the slot over), fenced against the sleeper-count
+  // load that follows (see after_put()).
+  void publish(std::atomic<uint64_t>& seq, uint64_t value) const noexcept;
+  // Counts the calling thread, about to sleep, in `waiting`, fenced against its re-check that follows.
+  void announce_sleeper(std::atomic<int>& waiting) const noexcept;
   // Wakes sleepers after a record moved (only when someone sleeps: one atomic load otherwise).
   void after_put() noexcept;
   void after_take() noexcept;
@@ -164,6 +169,8 @@ class BlobsQueue {
   std::condition_variable not_full_;
   std::atomic<int> readers_waiting_{0};
   std::atomic<int> writers_waiting_{0};
+  // Movers fence with a compiler fence and sleepers with a membarrier (decided at construction).
+  const bool light_publish_;
 };
 
 /// What a queue blob holds: operators share the queue through it (CreateBlobsQueue's output).

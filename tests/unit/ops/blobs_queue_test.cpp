@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../../src/core/asymmetric_fence.h"
 #include "moka/core/error.h"
 #include "moka/ops/blobs_queue.h"
 
@@ -302,6 +303,42 @@ TEST(BlobsQueue, WrongNumberOfBlobsIsInvalidInput) {
     q.blocking_write(one);
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("myq"), std::string::npos) << e.what();
+  }
+}
+
+// Hand-offs where each side in turn finds the queue empty (full) long enough to go to sleep: every
+// sleeper is woken, with the sleepers fenced by membarrier (where the kernel offers it) and with full
+// fences on both sides. A lost wake-up fails the timed reads, or the test's timeout for the writes.
+TEST(BlobsQueue, SleepersAreWokenWithEitherFenceProtocol) {
+  for (bool symmetric : {false, true}) {
+    SCOPED_TRACE(symmetric ? "full fences on both sides"
+                           : (detail::asymmetric_fences_available() ? "membarrier" : "full fences (no membarrier)"));
+    detail::force_symmetric_fences_for_testing(symmetric);
+    struct Restore {
+      ~Restore() { detail::force_symmetric_fences_for_testing(false); }
+    } restore;
+    BlobsQueue q("q", 1, 1);
+    constexpr int kRecords = 120;
+    std::thread consumer([&] {
+      struct CloseOnExit {  // a failed read ends the writer's loop too
+        BlobsQueue& q;
+        ~CloseOnExit() { q.close(); }
+      } close_on_exit{q};
+      for (int i = 0; i < kRecords; ++i) {
+        int64_t v = -1;
+        ASSERT_EQ(read1(q, v, 20.0), QueueResult::ok) << "record " << i;
+        ASSERT_EQ(v, i);
+        if (i % 3 == 0) std::this_thread::sleep_for(1ms);  // the writer finds the queue full
+      }
+    });
+    for (int i = 0; i < kRecords; ++i) {
+      if (i % 2 == 0) std::this_thread::sleep_for(1ms);  // the reader finds it empty
+      if (!write1(q, i)) {
+        ADD_FAILURE() << "write " << i << " refused: the reader gave up";
+        break;
+      }
+    }
+    consumer.join();
   }
 }
 
