@@ -138,23 +138,10 @@ CompiledStep::~CompiledStep() {
   reporters.clear();
 }
 
-namespace {
-
-// Out of line, so that should_stop() (checked after every substep) keeps a frame-less fast path.
-[[noreturn, gnu::cold, gnu::noinline]] void throw_not_a_scalar_bool(const std::string& name, const Blob& b,
-                                                                    const Tensor* t) {
-  throw TypeError(fmt::format("should_stop_blob \"{}\" expects a scalar boolean, found {}", name,
-                              t ? t->describe() : std::string(b.type_name())));
-}
-
-}  // namespace
-
-bool CompiledStep::should_stop() const {
-  const Blob* b = should_stop_blob;
-  if (!b || !b->is_initialized()) return false;
-  const Tensor* t = b->tensor_or_null();
-  if (!t || t->dtype() != DType::Bool || t->numel() != 1) throw_not_a_scalar_bool(*step.should_stop_blob, *b, t);
-  return t->data<bool>()[0];
+// Out of line, so that should_stop() (checked after every net) stays small enough to inline.
+void CompiledStep::throw_should_stop_not_a_scalar_bool(const Tensor* t) const {
+  throw TypeError(fmt::format("should_stop_blob \"{}\" expects a scalar boolean, found {}", *step.should_stop_blob,
+                              t ? t->describe() : std::string(should_stop_blob->type_name())));
 }
 
 void CompiledStep::fail(std::exception_ptr e) {

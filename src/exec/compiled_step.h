@@ -93,12 +93,20 @@ class CompiledStep {
     if (i >= max_iters) return false;
     return !ctx.external_stop();
   }
-  /// The value of should_stop_blob: false when unset or never filled (§3.5).
-  bool should_stop() const;
+  /// The value of should_stop_blob: false when unset or never filled (§3.5); TypeError unless a
+  /// scalar bool. Inline: the executor checks it after every net (nine times per batch in a pipe).
+  bool should_stop() const {
+    const Blob* b = should_stop_blob;
+    if (b == nullptr || !b->is_initialized()) return false;
+    const Tensor* t = b->tensor_or_null();
+    if (t == nullptr || t->dtype() != DType::Bool || t->numel() != 1) throw_should_stop_not_a_scalar_bool(t);
+    return t->data<bool>()[0];
+  }
   /// Records the first error and cancels everything below this step.
   void fail(std::exception_ptr e);
   std::exception_ptr first_exception() const;
   void cancel();
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_should_stop_not_a_scalar_bool(const Tensor* t) const;
   /// A create_workspace step: true when it can serve another execution — it ran without
   /// failure or cancellation, nothing created or removed blobs in its child workspace
   /// at run time, and the parent chain is unchanged since it was compiled.
