@@ -30,8 +30,8 @@ bool asymmetric_fences_available() noexcept;
 inline void light_fence() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
 /// @brief The rare side's fence: every running thread of the process executes a full memory fence
-/// before it returns (about a microsecond). Only when asymmetric_fences_available(); otherwise a
-/// plain full fence. Thread-safety: any thread.
+/// before it returns (about a microsecond). Requires that asymmetric_fences_available() said true
+/// (aborts otherwise: the light fences paired with it would be unsafe). Thread-safety: any thread.
 void heavy_fence() noexcept;
 
 /// @brief Tests: makes asymmetric_fences_available() answer false (true again with `false`), so
