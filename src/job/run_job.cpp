@@ -308,8 +308,10 @@ class JobRun {
     report.epoch = epoch;
     report.checkpointed = true;
     const auto t0 = Clock::now();
+    // The previous epoch's save reports its own failure, under its own epoch, before this one
+    // starts (inside the try below it would be re-wrapped as this epoch's failure).
+    wait_for_background_save();
     try {
-      wait_for_background_save();
       uncommit_stale(epoch);
       if (opt_.background_save) {
         auto snaps = std::make_shared<std::vector<NodeSnapshot>>();
@@ -373,6 +375,7 @@ class JobRun {
     } catch (const Error& e) {
       reuse_snapshot_buffers();
       on_save_failure(pending_epoch_, e.what());
+      return;
     }
     reuse_snapshot_buffers();
   }
