@@ -202,6 +202,45 @@ TEST(RunJob, CorruptNewestCheckpointFallsBackToThePreviousOne) {
   verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
 }
 
+// LMDB has no checksums of its own: a flipped bit inside the weights' value in data.mdb is caught
+// by the manifest's content digest, and resume from latest skips that epoch.
+TEST(RunJob, CorruptLmdbCheckpointFallsBackToThePreviousOne) {
+  TempDir dir;
+  NodeWorkspaces ref;
+  run_job(small_job(5), ref, {.checkpoint_dir = dir.path(), .db_type = "lmdb"});
+  const auto expected = all_blobs(ref);
+  forget_after(dir.path(), 3);
+  {  // the weights are 1000 equal floats: flip a byte in the middle of that run
+    const std::string data = dir.path() + "/trainer.3/data.mdb";
+    std::string bytes;
+    {
+      std::ifstream in(data, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    std::size_t run_at = std::string::npos;
+    for (std::size_t i = 0; i + 4 * 64 <= bytes.size() && run_at == std::string::npos; ++i) {
+      const std::string word = bytes.substr(i, 4);
+      if (word == std::string(4, '\0')) continue;
+      bool run = true;
+      for (std::size_t k = 1; k < 64 && run; ++k) run = bytes.compare(i + 4 * k, 4, word) == 0;
+      if (run) run_at = i;
+    }
+    ASSERT_NE(run_at, std::string::npos) << "the weights' bytes are not in " << data;
+    std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(run_at + 4 * 32 + 1));
+    f.put(static_cast<char>(bytes[run_at + 4 * 32 + 1] ^ 0x04));
+  }
+  NodeWorkspaces resumed;
+  const JobRunResult r =
+      run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .db_type = "lmdb", .resume_latest = true});
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(2));
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].first, 3);
+  EXPECT_NE(r.skipped[0].second.find("trainer.3"), std::string::npos) << r.skipped[0].second;
+  EXPECT_TRUE(all_blobs(resumed) == expected);
+  verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
+}
+
 TEST(RunJob, TruncatedCheckpointFailsExplicitResumeNamingTheFile) {
   TempDir dir;
   NodeWorkspaces a;
