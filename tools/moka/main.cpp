@@ -172,7 +172,16 @@ struct JobRunArgs {
   bool threads = false;
 };
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+// A byte count for the progress line: "512 B", "7.9 KiB", "8.0 MiB", "1.2 GiB" (a small checkpoint
+// is not "0.0 MiB").
+std::string byte_size(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  std::size_t u = 0;
+  for (; v >= 1024 && u + 1 < std::size(units); ++u) v /= 1024;
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
 
 int cmd_job_run(const JobRunArgs& args) {
   const std::vector<std::string> fetch = split_names(args.fetch);
@@ -198,7 +207,7 @@ int cmd_job_run(const JobRunArgs& args) {
   options.on_epoch = [](const moka::EpochReport& r) {
     std::string line = r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
     if (r.checkpointed) {
-      line += fmt::format(", checkpoint {} in {:.3f} s{}", mib(r.checkpoint_bytes), r.checkpoint_seconds,
+      line += fmt::format(", checkpoint {} in {:.3f} s{}", byte_size(r.checkpoint_bytes), r.checkpoint_seconds,
                           r.background ? " (snapshot; written in the background)" : "");
     }
     if (r.stop) line += ", stop";

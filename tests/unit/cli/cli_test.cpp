@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -601,7 +602,6 @@ class CliJob : public Cli {
     return plan_file(job, "job.json");
   }
   std::string ckpt() const { return (dir_ / "ckpt").string(); }
-  static std::string fmt_line_start(int epoch) { return "\nepoch " + std::to_string(epoch) + ": "; }
   // The outputs line: 160 steps (0..159 summed), 20 records (7 + 0..19 summed).
   static constexpr const char* kOutputs =
       R"({"total":{"dtype":"int64","shape":[],"data":[12720]},"step_count":{"dtype":"int64","shape":[],"data":[160]},)"
@@ -612,9 +612,20 @@ TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
   const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_NE(r.out.find("epoch 0 (init), checkpoint "), std::string::npos) << r.out;
-  for (int e = 1; e <= 4; ++e) EXPECT_NE(r.out.find(fmt_line_start(e)), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(", stop\nfinished after epoch 4\n"), std::string::npos) << r.out;
+  // Every epoch's line: its number, seconds, the checkpoint's size and seconds; the last one says stop.
+  std::istringstream lines(r.out);
+  std::string line;
+  const std::string size_and_time = R"(, checkpoint [0-9]+(\.[0-9])? (B|KiB|MiB) in [0-9]+\.[0-9]{3} s)";
+  for (int e = 0; e <= 4; ++e) {
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    const std::string head = e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
+    EXPECT_TRUE(std::regex_match(line, std::regex(head + size_and_time + (e == 4 ? ", stop" : ""))))
+        << "epoch " << e << ": " << line;
+    // The checkpoint holds the 1000 weights (4000 bytes) and more: a few KiB, never "0 B".
+    EXPECT_NE(line.find(" KiB in "), std::string::npos) << line;
+  }
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line, "finished after epoch 4");
   EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
   for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
 }
