@@ -12,12 +12,14 @@
 #include <memory>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "job/checkpoint_dir_lock.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
@@ -112,6 +114,10 @@ class JobRun {
   JobRunResult run() {
     validate();
     const bool checkpointing = !opt_.checkpoint_dir.empty();
+    if (checkpointing) {
+      dir_lock_.emplace(opt_.checkpoint_dir);
+      result_.removed_temporaries = dir_lock_->removed_temporaries();
+    }
     std::optional<int64_t> resume = choose_resume_epoch();
     if (!resume) {
       run_group(job_.init_group, "init_group");
@@ -164,13 +170,7 @@ class JobRun {
       if (ckpt_nodes_.empty()) {
         throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");
       }
-      (void)open_db_type_check();
-      std::error_code ec;
-      fs::create_directories(opt_.checkpoint_dir, ec);
-      if (ec) {
-        throw RuntimeError(
-            fmt::format("cannot create checkpoint directory '{}': {}", opt_.checkpoint_dir, ec.message()));
-      }
+      (void)open_db_type_check();  // the directory is created (durably) when run() locks it
     } else if (opt_.resume_latest || opt_.resume_from_epoch) {
       throw InvalidInput("resuming needs a checkpoint directory");
     }
@@ -404,6 +404,7 @@ class JobRun {
   std::map<std::string, std::vector<std::string>> blob_lists_;
   std::optional<CheckpointManifest> resume_manifest_;
   JobRunResult result_;
+  std::optional<detail::CheckpointDirLock> dir_lock_;  // before pending_: held until the last save is done
   SnapshotBuffers buffers_;  // record buffers kept from one snapshot to the next (before pending_:
                              // destroyed after the save that may still hold snapshots)
   std::future<void> pending_;

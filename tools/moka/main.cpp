@@ -260,6 +260,9 @@ int cmd_job_run(const JobRunArgs& args) {
     throw;
   }
   for (const auto& e : result.save_errors) std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
+  if (!result.removed_temporaries.empty())
+    std::cout << "removed " << result.removed_temporaries.size() << " temporary file(s) an interrupted run left in "
+              << options.checkpoint_dir << std::endl;
   Json out = Json::object();
   for (const moka::TaskGroupDef* g : {&job.download_group, &job.exit_group}) {
     for (const auto& n : g->nodes) {

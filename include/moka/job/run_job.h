@@ -61,6 +61,8 @@ struct JobRunResult {
   std::vector<std::pair<int64_t, std::string>> skipped;  ///< newer committed epochs that did not verify
   std::vector<std::string> save_errors;                  ///< tolerated save failures, in order
   std::vector<int64_t> deleted_epochs;                   ///< removed by retention
+  /// Temporary files of killed writers removed from the checkpoint directory at the start.
+  std::vector<std::string> removed_temporaries;
 };
 
 /// @brief Runs job in `nodes` with JobRunner's flow: init_group (unless resuming) → checkpoint 0 →
@@ -72,6 +74,10 @@ struct JobRunResult {
 /// `<dir>/<node>.<epoch>`; then the epoch is committed with a manifest (commit_checkpoint). Resuming
 /// loads the epoch's files into the node workspaces and continues with the next epoch, so a resumed
 /// job ends with the same blobs as one that never stopped.
+/// The run holds the checkpoint directory for itself (an flock on `<dir>/moka.lock`, released when
+/// the run ends or its process dies): a second run on the same directory fails at once with
+/// RuntimeError "checkpoint directory 'D' is in use by another job run (process P holds ...)".
+/// Holding it, the run removes the `*.tmp-*` files that killed writers left there.
 /// Errors: InvalidInput for a bad job or options (naming what is wrong), NotFound/CorruptData for a
 /// requested resume epoch that is not committed or does not verify, Cancelled when options.run.cancel
 /// fires, the group's error (with its node) when a group fails; failed saves per tolerate_save_failures.

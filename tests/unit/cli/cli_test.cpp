@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -678,8 +679,24 @@ TEST_F(CliJob, KeepLastDeletesOlderCheckpoints) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(ckpt())) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"moka-manifest.3.json", "moka-manifest.4.json", "reader.3", "reader.4",
-                                             "trainer.3", "trainer.4"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"moka-manifest.3.json", "moka-manifest.4.json", "moka.lock", "reader.3",
+                                             "reader.4", "trainer.3", "trainer.4"}));
+}
+
+TEST_F(CliJob, ACheckpointDirectoryInUseIsRefused) {
+  // This process holds the directory's lock, as a first `moka job run` would.
+  fs::create_directories(ckpt());
+  const std::string lock = ckpt() + "/moka.lock";
+  std::ofstream(lock) << "4242\n";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt()});
+  expect_error(r, 1, {"checkpoint directory '" + ckpt() + "' is in use by another job run", "process 4242"});
+  EXPECT_EQ(r.out, "");  // refused before any epoch ran
+  EXPECT_FALSE(fs::exists(ckpt() + "/moka-manifest.0.json"));
+  ::close(fd);  // released: the same command now runs
+  EXPECT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt()}).code, 0);
 }
 
 TEST_F(CliJob, BadInputExitsWithTwo) {
@@ -701,5 +718,5 @@ TEST_F(CliJob, BadInputExitsWithTwo) {
 TEST_F(CliJob, CheckpointDirectoryThatCannotBeCreatedFailsTheRun) {
   write_file(dir_ / "file", "x");
   expect_error(run({"job", "run", small_job(), "--checkpoint-dir", (dir_ / "file" / "ckpt").string()}), 1,
-               {"cannot create checkpoint directory"});
+               {"cannot create checkpoint directory", "exists and is not a directory"});
 }

@@ -1,7 +1,9 @@
 // Tests of run_job: JobRunner's flow over a JobDef, committed checkpoints, resume, corruption fallback,
 // retention, background save, save failures and bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -239,6 +241,71 @@ TEST(RunJob, CorruptLmdbCheckpointFallsBackToThePreviousOne) {
   EXPECT_NE(r.skipped[0].second.find("trainer.3"), std::string::npos) << r.skipped[0].second;
   EXPECT_TRUE(all_blobs(resumed) == expected);
   verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
+}
+
+TEST(RunJob, ASecondRunOnTheSameCheckpointDirectoryIsRefusedWhileTheFirstRuns) {
+  TempDir dir;
+  NodeWorkspaces first;
+  JobRunOptions opt{.checkpoint_dir = dir.path()};
+  bool tried = false;
+  opt.on_epoch = [&](const EpochReport& r) {
+    if (r.epoch != 1) return;
+    tried = true;
+    NodeWorkspaces second;
+    try {
+      run_job(small_job(3), second, {.checkpoint_dir = dir.path(), .resume_latest = true});
+      ADD_FAILURE() << "two runs held one checkpoint directory";
+    } catch (const RuntimeError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds",
+                                      dir.path(), ::getpid())),
+                std::string::npos)
+          << what;
+    }
+  };
+  const JobRunResult r = run_job(small_job(3), first, opt);
+  EXPECT_TRUE(tried);
+  EXPECT_EQ(r.last_epoch, 3);
+  // The first run is over, so its lock is gone.
+  NodeWorkspaces third;
+  EXPECT_EQ(run_job(small_job(3), third, {.checkpoint_dir = dir.path(), .resume_latest = true}).resumed_from,
+            std::optional<int64_t>(3));
+}
+
+TEST(RunJob, TemporaryFilesOfKilledWritersAreRemovedAtTheStart) {
+  TempDir dir;
+  // What a writer killed mid-save leaves: a minidb file and a manifest under temporary names.
+  std::ofstream(dir.path() + "/trainer.3.tmp-12345") << "partial";
+  std::ofstream(dir.path() + "/moka-manifest.3.json.tmp-0badc0de") << "{";
+  std::ofstream(dir.path() + "/notes.txt") << "kept";
+  fs::create_directories(dir.path() + "/leveldb.tmp-1");  // only regular files are removed
+  NodeWorkspaces nodes;
+  JobRunResult r = run_job(small_job(2), nodes, {.checkpoint_dir = dir.path()});
+  std::sort(r.removed_temporaries.begin(), r.removed_temporaries.end());
+  EXPECT_EQ(r.removed_temporaries,
+            (std::vector<std::string>{"moka-manifest.3.json.tmp-0badc0de", "trainer.3.tmp-12345"}));
+  EXPECT_FALSE(fs::exists(dir.path() + "/trainer.3.tmp-12345"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/moka-manifest.3.json.tmp-0badc0de"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/notes.txt"));
+  EXPECT_TRUE(fs::is_directory(dir.path() + "/leveldb.tmp-1"));
+  EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(RunJob, ACheckpointDirectoryThatCannotBeCreatedIsNamed) {
+  TempDir dir;
+  const std::string file = dir.path() + "/a-file";
+  std::ofstream(file) << "x";
+  NodeWorkspaces nodes;
+  try {
+    run_job(small_job(2), nodes, {.checkpoint_dir = file + "/ckpt/deeper"});
+    FAIL() << "a checkpoint directory under a regular file";
+  } catch (const RuntimeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(fmt::format("cannot create checkpoint directory '{}/ckpt/deeper': {} exists and is not a directory", file, file)),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(nodes.find("trainer"), nullptr) << "the job ran before its checkpoint directory was usable";
 }
 
 TEST(RunJob, TruncatedCheckpointFailsExplicitResumeNamingTheFile) {

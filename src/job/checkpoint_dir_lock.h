@@ -1,0 +1,38 @@
+// CheckpointDirLock: one job run at a time per checkpoint directory (flock on DIR/moka.lock), and the
+// removal of temporary files that a killed writer left there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace moka::detail {
+
+/// @brief Holds the checkpoint directory for one job run.
+///
+/// The constructor creates `dir` (and its parents, durably) if missing, takes an exclusive `flock`
+/// on `dir/moka.lock` without waiting, writes this process's id into it, and then removes the
+/// regular files of `dir` whose names hold ".tmp-": minidb files and manifests that were still
+/// being written when their writer died (no live writer can own one while the lock is held). The
+/// kernel drops the lock when the process dies, SIGKILL included, so a resumed run never finds
+/// a stale lock.
+///
+/// Errors: RuntimeError naming the directory when it cannot be created ("cannot create checkpoint
+/// directory 'D': ...") or opened, and when another
+/// run (in this or another process) holds it: "checkpoint directory 'D' is in use by another job
+/// run (process P holds D/moka.lock)".
+class CheckpointDirLock {
+ public:
+  explicit CheckpointDirLock(const std::string& dir);
+  ~CheckpointDirLock();
+  CheckpointDirLock(const CheckpointDirLock&) = delete;
+  CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
+
+  /// @brief The temporary files the constructor removed (file names, in directory order).
+  const std::vector<std::string>& removed_temporaries() const noexcept { return removed_; }
+
+ private:
+  int fd_ = -1;
+  std::vector<std::string> removed_;
+};
+
+}  // namespace moka::detail
