@@ -288,6 +288,16 @@ ResumeChoice find_resume_epoch(const std::string& dir) {
   return choice;
 }
 
+void uncommit_checkpoint(const std::string& dir, int64_t epoch) {
+  const std::string path = manifest_path(dir, epoch);
+  if (::unlink(path.c_str()) == 0) {
+    detail::fsync_parent_dir(path);
+  } else if (errno != ENOENT) {
+    throw RuntimeError(fmt::format("cannot uncommit checkpoint epoch {}: removing {} failed: {}", epoch, path,
+                                   std::strerror(errno)));
+  }
+}
+
 std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy) {
   if (policy.keep_last < 0 || policy.keep_every < 0) {
     throw InvalidInput(fmt::format("retention: keep_last ({}) and keep_every ({}) must be >= 0", policy.keep_last,

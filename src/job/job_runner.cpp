@@ -134,6 +134,9 @@ void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {
   if (!cm) throw InvalidInput("JobRunner.save_checkpoints: Checkpoint manager is None (no checkpoint manager given)");
   try {
     if (cm->cp_accessible(std::nullopt)) {
+      // An epoch an earlier run committed (this run resumed from an older one) stops counting
+      // before the save group overwrites its DBs.
+      uncommit_checkpoint(checkpoint_dir(), epoch);
       TaskGroup save = cm->save_task_group(epoch);
       session.run(save);
       // Commit: every node DB read back and digested, then the manifest written atomically.

@@ -312,7 +312,9 @@ class JobRun {
     // starts (inside the try below it would be re-wrapped as this epoch's failure).
     wait_for_background_save();
     try {
-      uncommit_stale(epoch);
+      // A manifest an earlier run left for this epoch (a resume from an older epoch, or one that
+      // did not verify) stops counting before its files are overwritten.
+      uncommit_checkpoint(opt_.checkpoint_dir, epoch);
       if (opt_.background_save) {
         auto snaps = std::make_shared<std::vector<NodeSnapshot>>();
         for (const auto& node : ckpt_nodes_) {
@@ -350,13 +352,6 @@ class JobRun {
     }
     report.checkpoint_seconds = seconds_since(t0);
     if (opt_.on_epoch) opt_.on_epoch(report);
-  }
-
-  // A manifest left for this epoch by an earlier run (a resume from an older epoch, or one that did
-  // not verify) must stop counting before its files are overwritten.
-  void uncommit_stale(int64_t epoch) {
-    const std::string path = manifest_path(opt_.checkpoint_dir, epoch);
-    if (::unlink(path.c_str()) == 0) detail::fsync_parent_dir(path);
   }
 
   void commit(int64_t epoch, bool stop) {

@@ -66,6 +66,11 @@ CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, cons
                                      const std::vector<std::pair<std::string, std::string>>& node_dbs,
                                      bool stop = false);
 
+/// @brief Uncommits epoch `epoch` if an earlier run committed it: removes its manifest and fsyncs
+/// `dir`, so that the epoch stops counting before its DBs are overwritten. Does nothing when there
+/// is no manifest. Throws RuntimeError naming the manifest when it exists and cannot be removed.
+void uncommit_checkpoint(const std::string& dir, int64_t epoch);
+
 /// @brief Epochs that have a manifest in `dir`, ascending (not verified). Empty when dir is missing.
 std::vector<int64_t> committed_epochs(const std::string& dir);
 

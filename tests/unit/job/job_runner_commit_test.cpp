@@ -86,6 +86,24 @@ TEST(JobRunnerCommit, ResumeLatestSkipsACorruptEpochAndEndsTheSame) {
   EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
+// Resuming from epoch 2 of a run that committed up to 5: before the save of epoch 3 overwrites
+// n.3, epoch 3's old manifest is removed. Here that save fails (n.3 is now a non-empty directory),
+// so epoch 3 must be left uncommitted, not pointing at a DB the failed save may have touched.
+TEST(JobRunnerCommit, AnEpochIsUncommittedBeforeAResumedRunOverwritesIt) {
+  CommitDir dir;
+  Job job = summing_job(5);
+  {
+    LocalSession session;
+    JobRunner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session);
+  }
+  fs::remove(dir.str() + "/n.3");
+  fs::create_directories(dir.str() + "/n.3/in-the-way");
+  LocalSession session;
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"), {.resume_from_epoch = 2});
+  EXPECT_THROW(runner.train(session), Error);
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 4, 5}));
+}
+
 TEST(JobRunnerCommit, ResumeLatestWithNothingCommittedStartsFromScratch) {
   CommitDir dir;
   LocalSession session;
