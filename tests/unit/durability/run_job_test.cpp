@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -182,20 +183,20 @@ TEST(RunJob, ResumeLatestWithNothingCommittedStartsFromScratch) {
   EXPECT_EQ(r.last_epoch, 2);
 }
 
-TEST(RunJob, CorruptNewestCheckpointFallsBackToThePreviousOne) {
+// Runs small_job(5) on `db_type`, uncommits the epochs after 3, lets `damage` spoil epoch 3's
+// trainer DB, and checks that resume from latest skips epoch 3 (naming its file), resumes from 2,
+// ends with the blobs of an undamaged run and rewrites epoch 3.
+void expect_resume_falls_back_from_damaged_epoch_3(const std::string& db_type,
+                                                   const std::function<void(const std::string& trainer_3)>& damage) {
   TempDir dir;
   NodeWorkspaces ref;
-  run_job(small_job(5), ref, {.checkpoint_dir = dir.path()});
+  run_job(small_job(5), ref, {.checkpoint_dir = dir.path(), .db_type = db_type});
   const auto expected = all_blobs(ref);
   forget_after(dir.path(), 3);
-  {  // flip a byte in the middle of epoch 3's trainer file
-    const std::string path = dir.path() + "/trainer.3";
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
-    f.put('\x7f');
-  }
+  damage(dir.path() + "/trainer.3");
   NodeWorkspaces resumed;
-  const JobRunResult r = run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true});
+  const JobRunResult r =
+      run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .db_type = db_type, .resume_latest = true});
   EXPECT_EQ(r.resumed_from, std::optional<int64_t>(2));
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].first, 3);
@@ -204,16 +205,21 @@ TEST(RunJob, CorruptNewestCheckpointFallsBackToThePreviousOne) {
   verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
 }
 
+TEST(RunJob, CorruptNewestCheckpointFallsBackToThePreviousOne) {
+  expect_resume_falls_back_from_damaged_epoch_3("minidb", [](const std::string& path) {
+    // flip a byte in the middle of the file
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    f.put('\x7f');
+  });
+}
+
 // LMDB has no checksums of its own: a flipped bit inside the weights' value in data.mdb is caught
-// by the manifest's content digest, and resume from latest skips that epoch.
+// by the manifest's content digest.
 TEST(RunJob, CorruptLmdbCheckpointFallsBackToThePreviousOne) {
-  TempDir dir;
-  NodeWorkspaces ref;
-  run_job(small_job(5), ref, {.checkpoint_dir = dir.path(), .db_type = "lmdb"});
-  const auto expected = all_blobs(ref);
-  forget_after(dir.path(), 3);
-  {  // the weights are 1000 equal floats: flip a byte in the middle of that run
-    const std::string data = dir.path() + "/trainer.3/data.mdb";
+  expect_resume_falls_back_from_damaged_epoch_3("lmdb", [](const std::string& path) {
+    // The weights are 1000 equal floats: flip a byte in the middle of the first such run.
+    const std::string data = path + "/data.mdb";
     std::string bytes;
     {
       std::ifstream in(data, std::ios::binary);
@@ -231,16 +237,7 @@ TEST(RunJob, CorruptLmdbCheckpointFallsBackToThePreviousOne) {
     std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(run_at + 4 * 32 + 1));
     f.put(static_cast<char>(bytes[run_at + 4 * 32 + 1] ^ 0x04));
-  }
-  NodeWorkspaces resumed;
-  const JobRunResult r =
-      run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .db_type = "lmdb", .resume_latest = true});
-  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(2));
-  ASSERT_EQ(r.skipped.size(), 1u);
-  EXPECT_EQ(r.skipped[0].first, 3);
-  EXPECT_NE(r.skipped[0].second.find("trainer.3"), std::string::npos) << r.skipped[0].second;
-  EXPECT_TRUE(all_blobs(resumed) == expected);
-  verify_checkpoint(dir.path(), 3);  // rewritten by the resumed run
+  });
 }
 
 TEST(RunJob, ASecondRunOnTheSameCheckpointDirectoryIsRefusedWhileTheFirstRuns) {
