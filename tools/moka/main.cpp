@@ -397,17 +397,26 @@ int main(int argc, char** argv) {
              "and the job's outputs as one JSON object");
   JobRunArgs job_args;
   job_run->add_option("job", job_args.path, "Job JSON file")->required();
+  // An empty value (an unset shell variable) must not pass for no option: an empty --checkpoint-dir
+  // would run the job without checkpoints, an empty --resume from scratch over the committed epochs.
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "TEXT");
   job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
-      ->required();
+      ->required()
+      ->check(non_empty);
   job_run->add_option("--db-type", job_args.db_type, "Checkpoint DB backend: minidb (default), leveldb or lmdb")
       ->check(CLI::IsMember({"minidb", "leveldb", "lmdb"}, CLI::ignore_case));
   job_run->add_option("--resume", job_args.resume,
                       "\"latest\": the newest committed epoch that verifies (from scratch when there is none); "
-                      "N: exactly epoch N");
-  job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
-      ->check(CLI::NonNegativeNumber);
+                      "N: exactly epoch N")
+      ->check(non_empty);
+  CLI::Option* keep_last =
+      job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
+          ->check(CLI::NonNegativeNumber);
+  // Alone it would keep everything (it only adds epochs to what --keep-last keeps): refused.
   job_run->add_option("--keep-every", job_args.keep_every, "With --keep-last, also keep every epoch divisible by K")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->needs(keep_last);
   job_run->add_flag("--background-save", job_args.background_save,
                     "Snapshot blobs at the epoch boundary and write them while the next epoch runs");
   job_run->add_flag("--tolerate-save-failures", job_args.tolerate_save_failures,

@@ -702,6 +702,9 @@ TEST_F(CliJob, ACheckpointDirectoryInUseIsRefused) {
 TEST_F(CliJob, BadInputExitsWithTwo) {
   const std::string job = small_job();
   expect_error(run({"job", "run", job}), 2, {"--checkpoint-dir"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ""}), 2, {"--checkpoint-dir", "must not be empty"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", ""}), 2, {"--resume", "must not be empty"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-every", "5"}), 2, {"--keep-every", "--keep-last"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--db-type", "rocksdb"}), 2, {"--db-type"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-last", "-1"}), 2, {"--keep-last"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", "soon"}), 2, {"--resume", "soon"});
