@@ -265,4 +265,11 @@ std::optional<std::string> CheckpointManager::get_ckpt_db_name(const std::string
   return db_path(epoch);
 }
 
+std::vector<std::string> CheckpointManager::blob_names_of(const std::string& node) const {
+  if (node != node_name_)
+    throw InvalidInput(fmt::format("{}: node \"{}\" is not checkpointed here (the manager's node is \"{}\")",
+                                   flavor_.class_name, node, node_name_));
+  return blob_list();
+}
+
 }  // namespace moka

@@ -8,7 +8,9 @@
 
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
+#include "moka/session/local_session.h"
 #include "moka/session/session.h"
+#include "job/background_save.h"
 
 namespace moka {
 
@@ -43,6 +45,10 @@ bool truth_of(const TaskOutput& output) {
 JobRunner::JobRunner(Job job, std::shared_ptr<CheckpointManagerBase> checkpoint_manager, JobRunnerOptions options)
     : job_(std::move(job)), checkpoint_manager_(std::move(checkpoint_manager)), options_(std::move(options)) {}
 
+JobRunner::~JobRunner() = default;
+JobRunner::JobRunner(JobRunner&&) noexcept = default;
+JobRunner& JobRunner::operator=(JobRunner&&) noexcept = default;
+
 void JobRunner::log(std::string_view message) const {
   if (options_.log) {
     options_.log(message);
@@ -52,6 +58,16 @@ void JobRunner::log(std::string_view message) const {
 }
 
 int64_t JobRunner::train(Session& session) {
+  try {
+    return train_epochs(session);
+  } catch (...) {
+    // A save still in flight must not outlive the failed run (nor be reported as this failure).
+    if (background_) background_->settle();
+    throw;
+  }
+}
+
+int64_t JobRunner::train_epochs(Session& session) {
   CheckpointManagerBase* cm = checkpoint_manager_.get();
   if (!cm && options_.resume_latest) throw InvalidInput("JobRunner: cannot resume from the latest epoch without a checkpoint manager");
   if (!cm && options_.resume_from_epoch)
@@ -73,6 +89,13 @@ int64_t JobRunner::train(Session& session) {
     }
     resume_from_epoch = cm->get_resume_from_epoch_id(resume_from_epoch);
   }
+  // Background saves snapshot the node workspaces, which only a LocalSession has.
+  LocalSession* local = nullptr;
+  if (cm && options_.background_save) {
+    local = dynamic_cast<LocalSession*>(&session);
+    if (!local)
+      throw InvalidInput("JobRunner: background_save needs a LocalSession (it snapshots the node workspaces)");
+  }
   if (resume_from_epoch && *resume_from_epoch < 0)
     throw InvalidInput(fmt::format("JobRunner: resume_from_epoch must be >= 0, got {}", *resume_from_epoch));
   const bool from_scratch = !resume_from_epoch.has_value();
@@ -83,7 +106,7 @@ int64_t JobRunner::train(Session& session) {
     session.run(init);
     make_checkpoint_dirs();
     if (from_scratch) {
-      save_checkpoints(0, session, false);
+      save_checkpoints(0, session, false, local);
     } else {
       finished = load_checkpoint(*resume_from_epoch, session);
     }
@@ -95,10 +118,11 @@ int64_t JobRunner::train(Session& session) {
     // Fetched right after the epoch, before the save: Caffe2's order.
     bool stop = false;
     for (const TaskOutput& o : job_.stop_conditions()) stop = truth_of(o) || stop;
-    if (cm) save_checkpoints(epoch, session, stop);
+    if (cm) save_checkpoints(epoch, session, stop, local);
     if (stop) break;
     ++epoch;
   }
+  finish_background_save();
   if (options_.upload_task_group_builder) {
     TaskGroup upload = options_.upload_task_group_builder->build(epoch, cm);
     session.run(upload);
@@ -129,25 +153,38 @@ void JobRunner::make_checkpoint_dirs() const {
   }
 }
 
-void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {
+namespace {
+
+// The (node, DB path) pairs of epoch's checkpoint.
+std::vector<std::pair<std::string, std::string>> checkpoint_files(const CheckpointManagerBase& cm, int64_t epoch) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& node : cm.node_names()) {
+    const std::optional<std::string> db = cm.get_ckpt_db_name(node, epoch);
+    if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", node));
+    files.emplace_back(node, *db);
+  }
+  return files;
+}
+
+}  // namespace
+
+void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop, LocalSession* local) {
   CheckpointManagerBase* cm = checkpoint_manager_.get();
   if (!cm) throw InvalidInput("JobRunner.save_checkpoints: Checkpoint manager is None (no checkpoint manager given)");
+  if (local) {
+    save_in_background(epoch, *local, stop);
+    return;
+  }
   try {
     if (cm->cp_accessible(std::nullopt)) {
       // An epoch an earlier run committed (this run resumed from an older one) stops counting
       // before the save group overwrites its DBs.
-      uncommit_checkpoint(checkpoint_dir(), epoch);
+      const std::string dir = checkpoint_dir();
+      uncommit_checkpoint(dir, epoch);
       TaskGroup save = cm->save_task_group(epoch);
       session.run(save);
       // Commit: every node DB read back and digested, then the manifest written atomically.
-      std::vector<std::pair<std::string, std::string>> files;
-      for (const auto& node : cm->node_names()) {
-        const std::optional<std::string> db = cm->get_ckpt_db_name(node, epoch);
-        if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", node));
-        files.emplace_back(node, *db);
-      }
-      const std::string dir = checkpoint_dir();
-      commit_checkpoint(dir, epoch, cm->db_type(), files, stop);
+      commit_checkpoint(dir, epoch, cm->db_type(), checkpoint_files(*cm, epoch), stop);
       for (int64_t deleted : apply_retention(dir, options_.retention))
         log(fmt::format("retention: deleted checkpoint epoch {}", deleted));
       cm->write_checkpoint_metadata(epoch);
@@ -156,11 +193,56 @@ void JobRunner::save_checkpoints(int64_t epoch, Session& session, bool stop) {
       log(fmt::format("Checkpoint files cannot be accessed! (epoch {} not saved)", epoch));
     }
   } catch (const std::exception& e) {
-    ++save_failures_;
-    last_save_error_ = e.what();
-    log(fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, e.what()));
-    if (!options_.tolerate_save_failures) throw;
+    on_save_failure(epoch, e.what());
   }
+}
+
+void JobRunner::save_in_background(int64_t epoch, LocalSession& session, bool stop) {
+  CheckpointManagerBase* cm = checkpoint_manager_.get();
+  // The previous epoch's save reports its own failure, under its own epoch, before this one starts.
+  finish_background_save();
+  try {
+    if (!cm->cp_accessible(std::nullopt)) {
+      log(fmt::format("Checkpoint files cannot be accessed! (epoch {} not saved)", epoch));
+      return;
+    }
+    const std::string dir = checkpoint_dir();
+    uncommit_checkpoint(dir, epoch);
+    if (!background_) background_ = std::make_unique<detail::BackgroundSave>();
+    background_->discard();  // what a failed snapshot of an earlier epoch left
+    auto files = checkpoint_files(*cm, epoch);
+    for (const auto& [node, db] : files)
+      background_->snapshot(node, db, session.workspaces().node(node), cm->blob_names_of(node));
+    // The writer thread touches only the snapshots, the files and background_deleted_ (read after
+    // wait()); the manager, its metadata handler and the log stay on this thread.
+    background_deleted_.clear();
+    background_->start(epoch, cm->db_type(), [this, dir, epoch, stop, files = std::move(files), type = cm->db_type()] {
+      commit_checkpoint(dir, epoch, type, files, stop);
+      background_deleted_ = apply_retention(dir, options_.retention);
+    });
+  } catch (const std::exception& e) {
+    on_save_failure(epoch, e.what());
+  }
+}
+
+void JobRunner::finish_background_save() {
+  if (!background_ || !background_->in_flight()) return;
+  const int64_t epoch = background_->epoch();
+  try {
+    background_->wait();
+  } catch (const std::exception& e) {
+    on_save_failure(epoch, e.what());
+    return;
+  }
+  for (int64_t deleted : background_deleted_) log(fmt::format("retention: deleted checkpoint epoch {}", deleted));
+  checkpoint_manager_->write_checkpoint_metadata(epoch);
+}
+
+void JobRunner::on_save_failure(int64_t epoch, const std::string& what) {
+  ++save_failures_;
+  last_save_error_ = what;
+  log(fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, what));
+  if (!options_.tolerate_save_failures) throw;
 }
 
 bool JobRunner::load_checkpoint(int64_t epoch, Session& session) {

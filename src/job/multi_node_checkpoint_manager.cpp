@@ -143,6 +143,14 @@ std::vector<std::string> MultiNodeCheckpointManager::node_names() const {
   return names;
 }
 
+std::vector<std::string> MultiNodeCheckpointManager::blob_names_of(const std::string& node) const {
+  for (const auto& [n, m] : node_managers_)
+    if (n == node) return m->blob_list();
+  throw InvalidInput(fmt::format("MultiNodeCheckpointManager: node \"{}\" is not checkpointed (init must have run "
+                                 "for it)",
+                                 node));
+}
+
 std::optional<std::string> MultiNodeCheckpointManager::get_ckpt_db_name(const std::string& node, int64_t epoch) const {
   for (const auto& [n, m] : node_managers_)
     if (n == node) return m->db_path(epoch);

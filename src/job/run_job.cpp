@@ -2,13 +2,10 @@
 // background save (include/moka/job/run_job.h).
 #include "moka/job/run_job.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -19,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "job/background_save.h"
 #include "job/checkpoint_dir_lock.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
@@ -40,70 +38,6 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 std::string node_db_path(const std::string& dir, const std::string& node, int64_t epoch) {
   return (fs::path(dir) / fmt::format("{}.{}", node, epoch)).string();  // Caffe2's db_name()
-}
-
-// A record value of a background-save snapshot, in tensor-style storage (huge pages).
-using SnapshotValue = std::vector<std::byte, detail::StorageAllocator<std::byte>>;
-
-// Buffers of the previous snapshot, handed to the next one: a snapshot copies every checkpointed
-// byte each epoch, and into fresh memory that copy costs mostly page faults (measured: 40% of a
-// background-saving job's time, in RecordCollector::write, before buffers were kept).
-// Thread-safety: none; used by the job's thread only.
-class SnapshotBuffers {
- public:
-  SnapshotValue take(uint64_t size) {
-    SnapshotValue v;
-    if (!spare_.empty()) {
-      v = std::move(spare_.back());
-      spare_.pop_back();
-      v.clear();
-    }
-    v.reserve(size);
-    return v;
-  }
-  void give_back(SnapshotValue v) { spare_.push_back(std::move(v)); }
-
- private:
-  std::vector<SnapshotValue> spare_;
-};
-
-// Serialized records of one node, captured in memory (the background-save snapshot).
-class RecordCollector : public ByteSink {
- public:
-  explicit RecordCollector(SnapshotBuffers& buffers) : buffers_(buffers) {}
-  void begin_record(std::string_view key, uint64_t size) override {
-    records.emplace_back(std::string(key), buffers_.take(size));
-  }
-  void write(std::span<const std::byte> bytes) override {
-    SnapshotValue& v = records.back().second;
-    const std::size_t at = v.size();
-    v.resize(at + bytes.size());  // no value-initialisation (StorageAllocator)
-    if (!bytes.empty()) std::memcpy(v.data() + at, bytes.data(), bytes.size());
-    bytes_ += bytes.size();
-  }
-  std::vector<std::pair<std::string, SnapshotValue>> records;
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  SnapshotBuffers& buffers_;
-  uint64_t bytes_ = 0;
-};
-
-struct NodeSnapshot {
-  NodeSnapshot(std::string n, std::string p, SnapshotBuffers& buffers)
-      : node(std::move(n)), path(std::move(p)), collector(buffers) {}
-  std::string node;
-  std::string path;
-  RecordCollector collector;
-};
-
-void write_snapshot(const std::string& db_type, const NodeSnapshot& snap) {
-  auto db = open_db(db_type, snap.path, DbMode::New);
-  auto txn = db->new_transaction();
-  for (const auto& [key, value] : snap.collector.records)
-    txn->put(key, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
-  txn->commit();
-  db->close();
 }
 
 class JobRun {
@@ -159,9 +93,6 @@ class JobRun {
     return result_;
   }
 
-  ~JobRun() {
-    if (pending_.valid()) pending_.wait();  // never leave a writer running past the job
-  }
 
  private:
   void validate() {
@@ -316,24 +247,13 @@ class JobRun {
       // did not verify) stops counting before its files are overwritten.
       uncommit_checkpoint(opt_.checkpoint_dir, epoch);
       if (opt_.background_save) {
-        auto snaps = std::make_shared<std::vector<NodeSnapshot>>();
+        background_.discard();  // what a failed snapshot of an earlier epoch left
         for (const auto& node : ckpt_nodes_) {
-          NodeSnapshot& s = snaps->emplace_back(node, node_db_path(opt_.checkpoint_dir, node, epoch), buffers_);
-          Workspace& ws = nodes_.node(node);
-          for (const auto& name : blob_lists_.at(node)) {
-            const Blob* b = ws.get_blob(name);
-            if (!b) throw NotFound(fmt::format("checkpoint of node '{}': blob '{}' no longer exists", node, name));
-            serialize_blob(name, *b, s.collector);
-          }
-          report.checkpoint_bytes += s.collector.bytes();
+          report.checkpoint_bytes += background_.snapshot(node, node_db_path(opt_.checkpoint_dir, node, epoch),
+                                                          nodes_.node(node), blob_lists_.at(node));
         }
         report.background = true;
-        pending_epoch_ = epoch;
-        pending_snaps_ = snaps;
-        pending_ = std::async(std::launch::async, [this, snaps, epoch, stop = report.stop] {
-          for (const auto& s : *snaps) write_snapshot(opt_.db_type, s);
-          commit(epoch, stop);
-        });
+        background_.start(epoch, opt_.db_type, [this, epoch, stop = report.stop] { commit(epoch, stop); });
       } else {
         for (const auto& node : ckpt_nodes_) {
           SaveSpec spec;
@@ -364,26 +284,12 @@ class JobRun {
   }
 
   void wait_for_background_save() {
-    if (!pending_.valid()) return;
+    if (!background_.in_flight()) return;
     try {
-      pending_.get();
+      background_.wait();
     } catch (const Error& e) {
-      reuse_snapshot_buffers();
-      on_save_failure(pending_epoch_, e.what());
-      return;
+      on_save_failure(background_.epoch(), e.what());
     }
-    reuse_snapshot_buffers();
-  }
-
-  // The finished save's record buffers go to the next snapshot, last first: take() hands them out
-  // from the back, so the next snapshot's n-th record (the same blob, the same size, as a rule)
-  // gets this one's n-th buffer, and no buffer has to grow.
-  void reuse_snapshot_buffers() {
-    if (!pending_snaps_) return;
-    for (auto snap = pending_snaps_->rbegin(); snap != pending_snaps_->rend(); ++snap)
-      for (auto record = snap->collector.records.rbegin(); record != snap->collector.records.rend(); ++record)
-        buffers_.give_back(std::move(record->second));
-    pending_snaps_.reset();
   }
 
   void on_save_failure(int64_t epoch, const std::string& what) {
@@ -399,13 +305,9 @@ class JobRun {
   std::map<std::string, std::vector<std::string>> blob_lists_;
   std::optional<CheckpointManifest> resume_manifest_;
   JobRunResult result_;
-  std::optional<detail::CheckpointDirLock> dir_lock_;  // before pending_: held until the last save is done
-  SnapshotBuffers buffers_;  // record buffers kept from one snapshot to the next (before pending_:
-                             // destroyed after the save that may still hold snapshots)
-  std::future<void> pending_;
-  int64_t pending_epoch_ = 0;
-  std::shared_ptr<std::vector<NodeSnapshot>> pending_snaps_;  // what pending_ writes
   std::mutex deleted_mu_;
+  std::optional<detail::CheckpointDirLock> dir_lock_;  // before background_: held until the last save is done
+  detail::BackgroundSave background_;  // last: its destructor waits for a save that uses the members above
 };
 
 }  // namespace

@@ -73,6 +73,9 @@ class CheckpointManagerBase {
   virtual std::optional<std::string> get_ckpt_db_name(const std::string& node, int64_t epoch) const = 0;
   /// @brief The DB type used for reading and writing (path_type when set, else the db_type given).
   virtual std::string db_type() const = 0;
+  /// @brief The blobs a save of `node` writes (its blob list; the init task must have run).
+  /// InvalidInput for a node the manager does not checkpoint.
+  virtual std::vector<std::string> blob_names_of(const std::string& node) const = 0;
 };
 
 /// @brief Saves and loads the blobs of one node's workspace (Caffe2's CheckpointManager, §13.5).
@@ -146,6 +149,7 @@ class CheckpointManager : public CheckpointManagerBase {
   std::vector<std::string> node_names() const override { return {node_name_}; }
   std::optional<std::string> get_ckpt_db_name(const std::string& node, int64_t epoch) const override;
   std::string db_type() const override { return path_type_.value_or(db_type_); }
+  std::vector<std::string> blob_names_of(const std::string& node) const override;
 
  protected:
   /// How a subclass (SnapshotManager) names itself in messages and names its files.

@@ -17,7 +17,11 @@
 
 namespace moka {
 
+class LocalSession;
 class Session;
+namespace detail {
+class BackgroundSave;
+}
 
 /// Optional arguments of JobRunner (Caffe2's keyword arguments, and moka's save policy).
 struct JobRunnerOptions {
@@ -35,6 +39,13 @@ struct JobRunnerOptions {
   bool resume_latest = false;
   /// Which committed checkpoints to keep, applied after every commit (default: all).
   RetentionPolicy retention{};
+  /// Snapshot the checkpointed blobs in memory at the end of each epoch and write and commit them
+  /// on a thread of their own while the next epoch runs (one save in flight at most; train() waits
+  /// for it before the upload group). Needs a LocalSession. A failed background save is reported
+  /// under its own epoch when the next save or the end of training waits for it. The save group's
+  /// timed task does not run, so report_checkpoint_stats gets no save durations; the metadata
+  /// handler and log are called on train()'s thread.
+  bool background_save = false;
 };
 
 /// @brief Runs a Job in a Session, checkpointing after every epoch (Caffe2's JobRunner).
@@ -60,6 +71,9 @@ class JobRunner {
   explicit JobRunner(Job job, std::shared_ptr<CheckpointManagerBase> checkpoint_manager = nullptr,
                      JobRunnerOptions options = {});
   JobRunner(Job job, JobRunnerOptions options) : JobRunner(std::move(job), nullptr, std::move(options)) {}
+  ~JobRunner();  // waits for a background save in flight
+  JobRunner(JobRunner&&) noexcept;  // not while train() runs
+  JobRunner& operator=(JobRunner&&) noexcept;
 
   /// @brief Runs the job; returns the number of the last epoch run.
   /// InvalidInput: resume_from_epoch without a checkpoint manager, no stop condition, a stop
@@ -80,8 +94,16 @@ class JobRunner {
   const std::optional<int64_t>& resume_from_epoch() const { return options_.resume_from_epoch; }
 
  private:
-  // The one place a checkpoint is written and committed.
-  void save_checkpoints(int64_t epoch, Session& session, bool stop);
+  // The one place a checkpoint is written and committed (in the foreground, or snapshotted for the
+  // background writer when `local` is given).
+  void save_checkpoints(int64_t epoch, Session& session, bool stop, LocalSession* local = nullptr);
+  void save_in_background(int64_t epoch, LocalSession& session, bool stop);
+  int64_t train_epochs(Session& session);  // train() without the settling of a save after a failure
+  // Waits for the background save in flight; reports its failure under its epoch, then its retention
+  // and metadata on this thread.
+  void finish_background_save();
+  // Inside a catch block: counts and logs a failed save, and rethrows it unless tolerated (decision 8).
+  void on_save_failure(int64_t epoch, const std::string& what);
   // The one place a checkpoint is read when resuming; returns whether the job had finished there.
   bool load_checkpoint(int64_t epoch, Session& session);
   // The directory of the node DBs (and manifests) of the manager.
@@ -96,6 +118,8 @@ class JobRunner {
   int64_t save_failures_ = 0;
   std::optional<CheckpointManifest> verified_;  // the resume epoch's manifest, once verified in train()
   std::string last_save_error_;
+  std::vector<int64_t> background_deleted_;  // retention of the background save (its thread writes it)
+  std::unique_ptr<detail::BackgroundSave> background_;  // last: destroyed (waited for) first
 };
 
 }  // namespace moka

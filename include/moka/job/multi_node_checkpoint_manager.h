@@ -73,6 +73,7 @@ class MultiNodeCheckpointManager : public CheckpointManagerBase {
   bool cp_accessible(std::optional<int64_t> epoch = std::nullopt) override;
   std::vector<std::string> node_names() const override;
   std::optional<std::string> get_ckpt_db_name(const std::string& node, int64_t epoch) const override;
+  std::vector<std::string> blob_names_of(const std::string& node) const override;
   std::string db_type() const override { return path_type_.value_or(db_type_); }
 
  private:
