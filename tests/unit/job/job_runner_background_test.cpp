@@ -10,6 +10,7 @@
 
 #include "moka/moka.h"
 #include "support/temp_dir.h"
+#include "unit/job/summing_job.h"
 
 namespace moka {
 namespace {
@@ -20,28 +21,8 @@ struct BgDir : moka::testing::TempDir {
   BgDir() : moka::testing::TempDir("moka_job_bg") {}
 };
 
-// Node "n" sums the epoch numbers into "total" and doubles 100,000 floats in "w" every epoch (so a
-// stale or torn snapshot would change a digest); epoch_limiter stops it after `epochs` epochs.
-Job weighted_job(int64_t epochs) {
-  return Job([&](Job& j) {
-    Node("n", [&] {
-      j.init_group([&] {
-        Task([&] {
-          ops::Const(int64_t{0}, {.blob_out = "total"});
-          ops::Const(int64_t{0}, {.blob_out = "epoch"});
-          ops::op("ConstantFill", {}, {BlobRef("w")},
-                  {{"shape", std::vector<int64_t>{100'000}}, {"value", 0.5}, {"dtype", DType::Float}});
-        });
-      });
-      Task([&] {
-        ops::Add({"epoch", ops::Const(int64_t{1})}, {"epoch"});
-        ops::Add({"total", "epoch"}, {"total"});
-        ops::Add({"w", "w"}, {"w"});
-      });
-      epoch_limiter(j, epochs);
-    });
-  });
-}
+// The shared one-node job with 100,000 weights doubled every epoch.
+Job weighted_job(int64_t epochs) { return moka::testing::summing_job(epochs, 100'000); }
 
 // Each committed epoch's node digests.
 std::vector<DbDigest> digests(const std::string& dir) {

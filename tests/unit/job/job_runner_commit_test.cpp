@@ -12,6 +12,7 @@
 
 #include "moka/moka.h"
 #include "support/temp_dir.h"
+#include "unit/job/summing_job.h"
 
 namespace moka {
 namespace {
@@ -22,24 +23,7 @@ struct CommitDir : moka::testing::TempDir {
   CommitDir() : moka::testing::TempDir("moka_job_commit") {}
 };
 
-// Node "n" sums the epoch numbers into "total"; epoch_limiter stops it after `epochs` epochs.
-Job summing_job(int64_t epochs) {
-  return Job([&](Job& j) {
-    Node("n", [&] {
-      j.init_group([&] {
-        Task([&] {
-          ops::Const(int64_t{0}, {.blob_out = "total"});
-          ops::Const(int64_t{0}, {.blob_out = "epoch"});
-        });
-      });
-      Task([&] {
-        ops::Add({"epoch", ops::Const(int64_t{1})}, {"epoch"});
-        ops::Add({"total", "epoch"}, {"total"});
-      });
-      epoch_limiter(j, epochs);
-    });
-  });
-}
+using moka::testing::summing_job;
 
 std::vector<std::string> logged;
 JobRunnerOptions with_log(JobRunnerOptions o) {
