@@ -55,6 +55,24 @@ void flip_byte(const std::string& path, std::streamoff offset_from_end) {
 
 class ManifestBackends : public ::testing::TestWithParam<std::string> {};
 
+TEST(UncommitCheckpoint, RemovesTheManifestAndFailsNamingOneItCannotRemove) {
+  TempDir dir;
+  commit_epochs(dir, "minidb", 2);
+  uncommit_checkpoint(dir.path(), 1);
+  EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0}));
+  uncommit_checkpoint(dir.path(), 7);  // nothing committed there: nothing to do
+  // A manifest path that unlink() cannot remove (a non-empty directory stands there).
+  fs::create_directories(manifest_path(dir.path(), 5) + "/x");
+  try {
+    uncommit_checkpoint(dir.path(), 5);
+    FAIL() << "an unremovable manifest was reported as uncommitted";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot uncommit checkpoint epoch 5: removing " + manifest_path(dir.path(), 5)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_P(ManifestBackends, CommittedEpochsVerifyAndDigestIsBackendIndependent) {
   TempDir dir;
   commit_epochs(dir, GetParam(), 3);

@@ -396,6 +396,15 @@ TEST(MultiNodeCheckpointManager, EachNodeHasItsOwnBlobList) {
   EXPECT_TRUE(has(list_a, "a/blob_names"));
   EXPECT_TRUE(fs::exists(dir.fs_path() / "a.1"));
   EXPECT_TRUE(fs::exists(dir.fs_path() / "b.1"));
+  // What a background save writes per node is the same list; a node not checkpointed is refused.
+  EXPECT_EQ(cm->blob_names_of("a"), list_a);
+  EXPECT_EQ(cm->blob_names_of("b"), list_b);
+  try {
+    (void)cm->blob_names_of("c");
+    FAIL() << "a blob list for a node that is not checkpointed";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("node \"c\" is not checkpointed"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SnapshotManager, ExportsChosenBlobsUnderItsOwnNames) {
