@@ -87,7 +87,8 @@ inline thread_local uint32_t t_preempt_calls = 0;
 void preempt_if_turn_over() noexcept;
 
 /// @brief A place where a fiber that has run for a whole turn (kFiberTurnNs) yields to its siblings;
-/// outside a fiber, nothing. The executor calls it after every net, so that a substep that never waits
+/// outside a fiber, nothing. The executor calls it after every iteration of a step and after every
+/// sequential substep, so that a substep that never waits
 /// (a loop until a sibling sets its stop blob, a long loop a failing sibling should cancel) cannot keep
 /// the thread from its siblings: fibers take turns at waits, and at least every turn. A scheduler
 /// nested in a fiber calls it between rounds, so that busy nested fibers do not starve the outer ones.

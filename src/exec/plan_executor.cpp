@@ -162,8 +162,10 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     for (std::size_t i = 0; i < num_nets; ++i) {
       nets[i]->run_ops();
       if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
-      preempt_point();  // in a fiber: let the siblings run once a turn is over
     }
+    // In a fiber: let the siblings run once a turn is over. Once per iteration, not per net: an
+    // iteration's nets are bounded, and a pipe's iteration (one batch) runs nine of them.
+    preempt_point();
   }
 }
 
