@@ -452,6 +452,9 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
 
   bool run() override {
     data_.gather(*this, tree_, 0, true);
+    // No lengths fields (a flat record, a pipe writer's usual batch): gather's strict check that the
+    // fields have equal row counts is the whole check.
+    if (tree_.num_offset_fields() == 1) return true;
     // Walk every top-level row: each domain's lengths must add up to exactly the rows its fields have.
     // off_ and sizes_ are members so that a writer checking every batch does not allocate.
     std::vector<int64_t>& off = off_;
@@ -536,6 +539,21 @@ class AtomicAppendOp final : public OperatorBase {
                                      "fields as dataset fields, and one output per dataset field; got {} inputs "
                                      "and {} outputs",
                                      type(), input_size(), output_size()));
+    // Which new fields are also dataset fields (blobs are bound for the operator's life, so once):
+    // those are snapshotted before anything is appended.
+    const std::size_t n = output_size();
+    snapshot_of_.assign(n, -1);
+    int next = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Blob* bb = &input_blob(1 + n + i);
+      for (std::size_t k = 0; k < n; ++k) {
+        if (bb == &output_blob(k)) {
+          snapshot_of_[i] = next++;
+          break;
+        }
+      }
+    }
+    aliased_ = next > 0;
   }
 
   bool run() override {
@@ -555,16 +573,9 @@ class AtomicAppendOp final : public OperatorBase {
     }
     // A new field that is also a dataset field would change under us: copy those first.
     snapshots_.clear();
-    snapshot_of_.assign(n, -1);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Blob* bb = &input_blob(1 + n + i);
-      for (std::size_t k = 0; k < n; ++k) {
-        if (bb == &output_blob(k)) {
-          snapshot_of_[i] = static_cast<int>(snapshots_.size());
-          snapshots_.push_back(input_blob(1 + n + i).get<Tensor>());
-          break;
-        }
-      }
+    if (aliased_) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (snapshot_of_[i] >= 0) snapshots_.push_back(input_blob(1 + n + i).get<Tensor>());
     }
     // 2: copy.
     for (std::size_t i = 0; i < n; ++i) {
@@ -580,7 +591,8 @@ class AtomicAppendOp final : public OperatorBase {
 
  private:
   std::vector<Tensor> snapshots_;
-  std::vector<int> snapshot_of_;
+  std::vector<int> snapshot_of_;  // per new field: its index in snapshots_, or -1
+  bool aliased_ = false;          // some snapshot_of_ >= 0
 };
 
 class TrimDatasetOp final : public OperatorBase {

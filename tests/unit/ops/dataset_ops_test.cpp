@@ -434,6 +434,13 @@ TEST(DatasetOps, CheckDatasetConsistency) {
   feed(ws, "scalar", Tensor::scalar<int32_t>(1));
   expect_error<InvalidInput>([&] { run_op(ws, "CheckDatasetConsistency", {"scalar"}, {}, {fields_arg({"a"})}); },
                              {"CheckDatasetConsistency", "0-d"});
+  // A flat record (no lengths fields): equal row counts pass, different ones fail.
+  feed(ws, "f1", Tensor::vector<float>({1, 2, 3}));
+  feed(ws, "f2", Tensor::vector<int64_t>({4, 5, 6}));
+  run_op(ws, "CheckDatasetConsistency", {"f1", "f2"}, {}, {fields_arg({"p", "q"})});
+  expect_error<InvalidInput>(
+      [&] { run_op(ws, "CheckDatasetConsistency", {"f1", "a4"}, {}, {fields_arg({"p", "q"})}); },
+      {"Inconsistent sizes for fields belonging to same domain.", "Field: 1 (q)", "Previous size: 3; New size: 4"});
   // Wrong number of fields: caught when the operator is created.
   expect_error<InvalidInput>([&] { create_op(ws, "CheckDatasetConsistency", {"a"}, {}, {fields_arg(kNested)}); },
                              {"CheckDatasetConsistency", "Invalid number of fields. Expected 6, got 1"});
@@ -532,6 +539,22 @@ TEST(DatasetOps, AtomicAppendIsAllOrNothingAndChecksInputs) {
   // A dataset field may also be appended to itself.
   run_op(ws, "AtomicAppend", {"mu", "x", "x"}, {"x"});
   EXPECT_EQ(fetch(ws, "x"), Tensor::vector<int32_t>({1, 1}));
+}
+
+// New fields that are the dataset's own fields, crossed: each is appended as it was before the
+// operator ran (the operator works out which inputs alias its outputs once, when it is made).
+TEST(DatasetOps, AtomicAppendOfCrossedDatasetFieldsUsesTheirValuesBefore) {
+  Workspace ws;
+  ws.create_blob("mu")->emplace<BlobMutex>();
+  feed(ws, "x", Tensor::vector<int32_t>({1, 2}));
+  feed(ws, "y", Tensor::vector<int32_t>({7, 8}));
+  auto op = create_op(ws, "AtomicAppend", {"mu", "x", "y", "y", "x"}, {"x", "y"});
+  op->run();
+  EXPECT_EQ(fetch(ws, "x"), Tensor::vector<int32_t>({1, 2, 7, 8}));
+  EXPECT_EQ(fetch(ws, "y"), Tensor::vector<int32_t>({7, 8, 1, 2}));
+  op->run();  // the same operator again: the aliasing still holds
+  EXPECT_EQ(fetch(ws, "x"), Tensor::vector<int32_t>({1, 2, 7, 8, 7, 8, 1, 2}));
+  EXPECT_EQ(fetch(ws, "y"), Tensor::vector<int32_t>({7, 8, 1, 2, 1, 2, 7, 8}));
 }
 
 TEST(DatasetOps, TrimDataset) {
