@@ -2,6 +2,7 @@
 #include "moka/io/queue.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -24,13 +25,17 @@ class QueueWriter final : public Writer {
 
   std::vector<StepOrNet> write_ex(const std::vector<BlobRef>& fields, Net local_init_net, Net /*local_finish_net*/,
                                   const BlobRef& status) override {
+    queue_->check_writer_fields(schema(), fields.size());
     queue_->new_writer(schema(), local_init_net);
     Net enqueue_net("enqueue");
     enqueue(enqueue_net, queue_->queue(), fields, status);
     return {enqueue_net};
   }
 
-  void write(Net& net, const std::vector<BlobRef>& fields) override { enqueue(net, queue_->queue(), fields); }
+  void write(Net& net, const std::vector<BlobRef>& fields) override {
+    queue_->check_writer_fields(schema(), fields.size());
+    enqueue(net, queue_->queue(), fields);
+  }
 
   std::string type_name() const override { return "QueueWriter"; }
 
@@ -99,6 +104,22 @@ std::vector<StepOrNet> Queue::setup(Net& init_net) {
   init_net.op("CreateBlobsQueue", {}, {queue_},
               {{"capacity", capacity_}, {"num_blobs", static_cast<int64_t>(names.size())}, {"field_names", names}});
   return {};
+}
+
+void Queue::check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const {
+  if (!schema_) return;
+  const auto names = schema_->field_names();
+  if (writer_schema) {
+    const auto writer_names = writer_schema->field_names();
+    if (writer_names != names)
+      throw InvalidInput(fmt::format(
+          "Queue \"{}\": a writer's record fields [{}] differ from the queue's [{}] (every writer of a queue must "
+          "bring the same fields in the same order; readers would see values under the wrong names)",
+          queue_.name(), fmt::join(writer_names, ", "), fmt::join(names, ", ")));
+  } else if (num_fields != names.size()) {
+    throw InvalidInput(fmt::format("Queue \"{}\": a writer brings {} fields, the queue's records have {} [{}]",
+                                   queue_.name(), num_fields, names.size(), fmt::join(names, ", ")));
+  }
 }
 
 BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs, std::optional<BlobRef> status) {

@@ -2,6 +2,7 @@
 // dequeue helpers that emit SafeEnqueueBlobs / SafeDequeueBlobs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@ struct QueueOptions {
 /// uses it, in the node workspace, before any task). Writers close it when every writer instance
 /// has finished (the task's exit); readers close it too when they stop, so a reader that stops
 /// early unblocks writers. A closed queue refuses writes; reads drain what is left (decision 5).
+/// Every writer must bring the queue's fields: names, order and count.
 /// @code
 ///   auto q = moka::Queue::make(11, {.num_dequeue_records = 3});
 ///   moka::pipe(ds.reader(), {.output = q, .processor = proc1});
@@ -50,6 +52,10 @@ class Queue final : public Pipe {
   /// LOCAL_SETUP: `CreateBlobsQueue` into init_net; InvalidInput "This queue does not have a schema.".
   std::vector<StepOrNet> setup(Net& init_net) override;
   std::string type_name() const override { return "Queue"; }
+
+  /// @brief InvalidInput naming this queue and both field lists when a writer's record
+  /// (writer_schema, else num_fields when the writer has no schema) differs from the queue's.
+  void check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const;
 
  private:
   int64_t capacity_;
