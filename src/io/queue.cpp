@@ -2,6 +2,7 @@
 #include "moka/io/queue.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -18,24 +19,37 @@ class QueueWriter final : public Writer {
   explicit QueueWriter(std::shared_ptr<Queue> queue) : queue_(std::move(queue)) {}
 
   void setup_ex(Net /*init_net*/, std::optional<Net> exit_net) override {
-    // Closed once every writer instance is done (the task's exit), so readers drain and stop.
-    if (exit_net) exit_net->op("CloseBlobsQueue", {queue_->queue()}, 0);
+    // Closed once every instance of every writer task is done (the last task's exit), so readers
+    // drain and stop.
+    if (exit_net) counted_ = queue_->add_writer_exit(*exit_net);
   }
 
   std::vector<StepOrNet> write_ex(const std::vector<BlobRef>& fields, Net local_init_net, Net /*local_finish_net*/,
                                   const BlobRef& status) override {
+    try {
+      queue_->check_writer_fields(schema(), fields.size());
+    } catch (...) {
+      // The task being built is dropped: it must not hold the queue open for ever.
+      if (counted_) queue_->drop_writer_task();
+      counted_ = false;
+      throw;
+    }
     queue_->new_writer(schema(), local_init_net);
     Net enqueue_net("enqueue");
     enqueue(enqueue_net, queue_->queue(), fields, status);
     return {enqueue_net};
   }
 
-  void write(Net& net, const std::vector<BlobRef>& fields) override { enqueue(net, queue_->queue(), fields); }
+  void write(Net& net, const std::vector<BlobRef>& fields) override {
+    queue_->check_writer_fields(schema(), fields.size());
+    enqueue(net, queue_->queue(), fields);
+  }
 
   std::string type_name() const override { return "QueueWriter"; }
 
  private:
   std::shared_ptr<Queue> queue_;
+  bool counted_ = false;  // setup_ex counted this writer's task in the queue
 };
 
 // Caffe2's _QueueReader.
@@ -82,6 +96,7 @@ Queue::Queue(int64_t capacity, const QueueOptions& options)
   // A unique blob name: the net name is made unique in the process (queue, queue_1, ...).
   Net net(options.name.empty() ? std::string("queue") : options.name);
   queue_ = net.add_external_input(net.next_name("handler"));
+  writers_left_ = net.next_name("writers_left");
 }
 
 std::shared_ptr<Reader> Queue::reader() {
@@ -98,7 +113,47 @@ std::vector<StepOrNet> Queue::setup(Net& init_net) {
   const auto names = schema_->field_names();
   init_net.op("CreateBlobsQueue", {}, {queue_},
               {{"capacity", capacity_}, {"num_blobs", static_cast<int64_t>(names.size())}, {"field_names", names}});
+  // Reset with the queue on every run: the writer tasks built so far, less the last one (whose
+  // CountDown finds 0 and closes).
+  if (num_writer_tasks_ > 0)
+    init_net.op("CreateCounter", {}, {writers_left_}, {{"init_count", num_writer_tasks_ - 1}});
+  set_up_ = true;
   return {};
+}
+
+bool Queue::add_writer_exit(Net& exit_net) {
+  if (set_up_) {
+    // The counter of this run was fixed when the queue was set up: a writer built later cannot
+    // join it, and closes on its own exit as Caffe2's writers did.
+    exit_net.op("CloseBlobsQueue", {queue_}, 0);
+    return false;
+  }
+  ++num_writer_tasks_;
+  // One atomic decrement: exactly one writer task (the last) closes the queue, however the
+  // tasks' exits interleave. One operator, not CountDown + If: If's nested net would keep the
+  // pipe off fibers.
+  exit_net.op("CountDownCloseBlobsQueue", {queue_, writers_left_}, 0);
+  return true;
+}
+
+void Queue::drop_writer_task() {
+  if (!set_up_ && num_writer_tasks_ > 0) --num_writer_tasks_;
+}
+
+void Queue::check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const {
+  if (!schema_) return;
+  const auto names = schema_->field_names();
+  if (writer_schema) {
+    const auto writer_names = writer_schema->field_names();
+    if (writer_names != names)
+      throw InvalidInput(fmt::format(
+          "Queue \"{}\": a writer's record fields [{}] differ from the queue's [{}] (every writer of a queue must "
+          "bring the same fields in the same order; readers would see values under the wrong names)",
+          queue_.name(), fmt::join(writer_names, ", "), fmt::join(names, ", ")));
+  } else if (num_fields != names.size()) {
+    throw InvalidInput(fmt::format("Queue \"{}\": a writer brings {} fields, the queue's records have {} [{}]",
+                                   queue_.name(), num_fields, names.size(), fmt::join(names, ", ")));
+  }
 }
 
 BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs, std::optional<BlobRef> status) {

@@ -2,6 +2,7 @@
 #include "moka/io/reader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "moka/core/error.h"
 #include "moka/io/dataset.h"
@@ -109,6 +110,12 @@ std::vector<StepOrNet> Pipe::setup(Net& /*init_net*/) { return {}; }
 std::vector<StepOrNet> Pipe::exit(Net& /*exit_net*/) { return {}; }
 
 void Pipe::new_writer(const std::optional<schema::Field>& writer_schema, Net& writer_init_net) {
+  // Caffe2 kept the first schema and ignored later ones; a writer of other fields would then
+  // hand its values to readers under the wrong names.
+  if (writer_schema && schema_ && writer_schema->field_names() != schema_->field_names())
+    throw InvalidInput(fmt::format("{}: a writer's record fields [{}] differ from the pipe's [{}]", type_name(),
+                                   fmt::join(writer_schema->field_names(), ", "),
+                                   fmt::join(schema_->field_names(), ", ")));
   if (writer_schema && !schema_) schema_ = writer_schema->clone_schema();
   ++num_writers_;
   if (!obj_key_.empty()) writer_init_net.add_attribute(obj_key_, shared_from_this());

@@ -1,5 +1,6 @@
 // Queue operators (Caffe2 queue_ops, §17.3): CreateBlobsQueue, EnqueueBlobs, DequeueBlobs, CloseBlobsQueue,
-// SafeEnqueueBlobs, SafeDequeueBlobs, WeightedSampleDequeueBlobs, over a moka::BlobsQueue shared through a blob.
+// SafeEnqueueBlobs, SafeDequeueBlobs, WeightedSampleDequeueBlobs, over a moka::BlobsQueue shared through a blob;
+// and moka's CountDownCloseBlobsQueue (a queue's writer tasks close it when the last one exits).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "moka/core/error.h"
 #include "moka/ops/blobs_queue.h"
+#include "moka/ops/counter.h"
 #include "moka/ops/registry.h"
 #include "ops/builtin.h"
 
@@ -150,6 +152,22 @@ class CloseBlobsQueueOp final : public OperatorBase {
   bool run() override {
     const BlobsQueuePtr& p = input_object<BlobsQueuePtr>(0);
     if (p) p->close();
+    return true;
+  }
+};
+
+// The exit of one of a queue's writer tasks: only the last one to exit closes the queue, so the
+// others' records are not cut off (a closed queue refuses writes). One atomic decrement decides.
+class CountDownCloseBlobsQueueOp final : public OperatorBase {
+ public:
+  using OperatorBase::OperatorBase;
+  bool run() override {
+    const bool last = input_object<Counter>(1).count_down();
+    if (last) {
+      const BlobsQueuePtr& p = input_object<BlobsQueuePtr>(0);
+      if (p) p->close();
+    }
+    if (output_size() > 0) write_status(output(0), last);
     return true;
   }
 };
@@ -369,6 +387,14 @@ void register_queue_ops(OperatorRegistry& reg) {
               .outputs(0)
               .doc("Closes the queue: writes fail from now on, reads drain the records left, every waiter wakes."),
           factory_of<CloseBlobsQueueOp>());
+  reg.add(OpSchema("CountDownCloseBlobsQueue")
+              .inputs(2)
+              .outputs(0, 1)
+              .doc("CountDownCloseBlobsQueue([queue, counter], [] or [closed]) (moka): one writer of the queue is "
+                   "done. Counts the counter down (CountDown) and closes the queue when the count was already <= 0, "
+                   "i.e. in the last of the writers the counter was created for (init_count = writers - 1); the "
+                   "optional output (bool scalar) says whether this run closed it."),
+          factory_of<CountDownCloseBlobsQueueOp>());
   reg.add(OpSchema("SafeEnqueueBlobs")
               .inputs(2, kAny)
               .outputs(2, kAny)

@@ -2,6 +2,7 @@
 // dequeue helpers that emit SafeEnqueueBlobs / SafeDequeueBlobs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,9 +24,11 @@ struct QueueOptions {
 ///
 /// Its blob is `Net(name).next_name("handler")` (e.g. `queue/handler`, `queue_1/handler`). The
 /// queue is created by the node's LOCAL_SETUP (`CreateBlobsQueue`, once per TaskGroup run that
-/// uses it, in the node workspace, before any task). Writers close it when every writer instance
-/// has finished (the task's exit); readers close it too when they stop, so a reader that stops
-/// early unblocks writers. A closed queue refuses writes; reads drain what is left (decision 5).
+/// uses it, in the node workspace, before any task). It is closed when the last of its writer
+/// tasks exits (each task's exit runs after all its instances; with several writer pipes the
+/// queue counts them, see add_writer_exit); readers close it too when they stop, so a reader that
+/// stops early unblocks writers. A closed queue refuses writes; reads drain what is left
+/// (decision 5). Every writer must bring the queue's fields: names, order and count.
 /// @code
 ///   auto q = moka::Queue::make(11, {.num_dequeue_records = 3});
 ///   moka::pipe(ds.reader(), {.output = q, .processor = proc1});
@@ -47,14 +50,36 @@ class Queue final : public Pipe {
   /// A reader; InvalidInput "Queue needs a schema in order to be read from." without a schema.
   std::shared_ptr<Reader> reader() override;
   std::shared_ptr<Writer> writer() override;
-  /// LOCAL_SETUP: `CreateBlobsQueue` into init_net; InvalidInput "This queue does not have a schema.".
+  /// LOCAL_SETUP: `CreateBlobsQueue` into init_net, and the counter of writer tasks still running
+  /// (`CreateCounter`, see add_writer_exit); InvalidInput "This queue does not have a schema.".
   std::vector<StepOrNet> setup(Net& init_net) override;
   std::string type_name() const override { return "Queue"; }
+
+  /// @brief The close a writer task emits into its exit net (its writer's setup_ex).
+  ///
+  /// A queue closes when its last writer task exits, not when the first does: a closed queue
+  /// refuses writes (decision 5), so the other writers would stop and drop their remaining
+  /// records. Each call counts one writer task; setup() creates the counter `<queue>/writers_left`
+  /// with that count less one, and the exit net gets `CountDownCloseBlobsQueue`, which counts it
+  /// down and closes the queue when the count was already 0 (the last writer). With one writer
+  /// this closes on exit, as Caffe2 did. A writer task built after setup() ran closes on exit
+  /// unconditionally. Returns whether the writer task was counted.
+  bool add_writer_exit(Net& exit_net);
+  /// @brief Un-counts a writer task whose build failed after add_writer_exit (its Task is not kept).
+  void drop_writer_task();
+  /// @brief InvalidInput naming this queue and both field lists when a writer's record
+  /// (writer_schema, else num_fields when the writer has no schema) differs from the queue's.
+  void check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const;
+  /// Writer tasks counted by add_writer_exit.
+  int64_t num_writer_tasks() const { return num_writer_tasks_; }
 
  private:
   int64_t capacity_;
   int64_t num_dequeue_records_;
   BlobRef queue_;
+  BlobRef writers_left_;
+  int64_t num_writer_tasks_ = 0;
+  bool set_up_ = false;
 };
 
 /// @brief Emits `SafeEnqueueBlobs([queue] + blobs, blobs + [status])` into net (Caffe2's

@@ -108,7 +108,9 @@ TEST(Pipe, GeneratedTaskAndQueue) {
   EXPECT_EQ(types.count("CreateBlobsQueue"), 1u);
   EXPECT_EQ(types.count("CreateTreeCursor"), 1u);
   EXPECT_EQ(types.count("SafeEnqueueBlobs"), 1u);
-  EXPECT_EQ(types.count("CloseBlobsQueue"), 1u);
+  // The task's exit closes the queue when it is the last writer task.
+  EXPECT_EQ(types.count("CreateCounter"), 1u);
+  EXPECT_EQ(types.count("CountDownCloseBlobsQueue"), 1u);
   EXPECT_EQ(types.count("TimerBegin"), 1u);
   EXPECT_EQ(types.count("TimerEnd"), 1u);  // one net, run in the body and once more after the loop
   std::set<std::string> net_names;

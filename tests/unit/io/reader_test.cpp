@@ -202,7 +202,9 @@ TEST(Queue, NamesSetupAndErrors) {
   auto writer = q->writer();
   Net wi("q_wi"), we("q_we"), li("q_li"), lf("q_lf");
   writer->setup_ex(wi, we);
-  EXPECT_EQ(op_types(we), std::vector<std::string>{"CloseBlobsQueue"});
+  // The exit closes the queue only in the last writer task to exit (counted down).
+  EXPECT_EQ(op_types(we), std::vector<std::string>{"CountDownCloseBlobsQueue"});
+  EXPECT_EQ(q->num_writer_tasks(), 1);
   Field rec = schema::from_blob_list(schema::Struct({{"x", schema::Scalar(DType::Int64)}, {"y", schema::Scalar()}}),
                                      {"bx", "bx"});
   auto [nets, status] = writer->write_record_ex(rec, li, lf);
@@ -212,7 +214,13 @@ TEST(Queue, NamesSetupAndErrors) {
   // The duplicated blob is copied before the enqueue, which moves its inputs.
   EXPECT_EQ(op_types(*nets[0].net()), (std::vector<std::string>{"Copy", "SafeEnqueueBlobs"}));
   q->setup(init);
-  EXPECT_EQ(op_types(init), std::vector<std::string>{"CreateBlobsQueue"});
+  EXPECT_EQ(op_types(init), (std::vector<std::string>{"CreateBlobsQueue", "CreateCounter"}));
+  EXPECT_EQ(init.proto().op[1].output, std::vector<std::string>{"unitq/writers_left"});
+  // A writer task built after the setup cannot join the counted ones: it closes on its own exit.
+  Net late_exit("q_late_exit");
+  q->writer()->setup_ex(wi, late_exit);
+  EXPECT_EQ(op_types(late_exit), std::vector<std::string>{"CloseBlobsQueue"});
+  EXPECT_EQ(q->num_writer_tasks(), 1);
 
   auto reader = q->reader();
   Net ri("q_ri"), rf("q_rf");

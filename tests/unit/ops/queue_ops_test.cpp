@@ -163,6 +163,22 @@ TEST(QueueOps, SafeEnqueueStatus) {
   EXPECT_TRUE(status(ws, "s"));
 }
 
+// moka's operator for a Queue's writer tasks: the counter is created with writers - 1, and only the
+// run that finds it already at 0 (the last writer) closes the queue.
+TEST(QueueOps, CountDownCloseBlobsQueueClosesInTheLastWriter) {
+  Workspace ws;
+  create_queue(ws, "q", 2);
+  run_op(ws, "CreateCounter", {}, {"left"}, {make_arg("init_count", int64_t{2})});  // 3 writers
+  run_op(ws, "CountDownCloseBlobsQueue", {"q", "left"}, {"closed"});
+  EXPECT_FALSE(status(ws, "closed"));
+  run_op(ws, "CountDownCloseBlobsQueue", {"q", "left"}, {});
+  EXPECT_FALSE(queue_of(ws, "q").is_closed());
+  run_op(ws, "CountDownCloseBlobsQueue", {"q", "left"}, {"closed"});
+  EXPECT_TRUE(status(ws, "closed"));
+  EXPECT_TRUE(queue_of(ws, "q").is_closed());
+  expect_error<InvalidInput>([&] { create_op(ws, "CountDownCloseBlobsQueue", {"q"}, {}); }, {});
+}
+
 TEST(QueueOps, SafeDequeueStatus) {
   Workspace ws;
   create_queue(ws, "q", 2);
