@@ -164,7 +164,9 @@ TEST(QueueOps, TimedEnqueueSucceedsWhenAReaderFreesASlot) {
       if (q.blocking_read(out)) first.store(b.get<Tensor>().item<int64_t>());
     });
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_TRUE(op->run());
+    bool ok = false;
+    EXPECT_NO_THROW(ok = op->run());  // no throw escapes before the join
+    EXPECT_TRUE(ok);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
     reader.join();
     EXPECT_EQ(first.load(), 1);
