@@ -23,6 +23,18 @@ BlobRef const_false(Net& net, std::optional<BlobRef> out = std::nullopt) {
       .single();
 }
 
+// A duration in seconds that the readers turn into int64 nanoseconds (the time limit's ConstantFill,
+// the delay's sleep): it must be >= 0, finite, and small enough that the nanoseconds fit int64.
+// Without the check +inf or 1e300 overflowed llround / duration_cast (undefined behaviour; in practice
+// a limit that stopped at once, so the reader silently read nothing).
+void check_seconds(const char* who, const char* arg, const char* meaning, double secs) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;  // 2^63: int64 nanoseconds must stay below it
+  if (!(secs >= 0) || !std::isfinite(secs) || !(secs * 1e9 < kTwoTo63))
+    throw InvalidInput(fmt::format("{}: argument \"{}\" = {}: {} must be >= 0 seconds{} and finite, and its "
+                                   "nanoseconds must fit int64 (at most {} s)",
+                                   who, arg, secs, arg, meaning, static_cast<int64_t>(kTwoTo63 / 1e9)));
+}
+
 }  // namespace
 
 // ---- CounterReader ----
@@ -124,9 +136,7 @@ std::shared_ptr<ReaderWithLimit> CountUntil(std::optional<int64_t> num_iter) {
 
 ReaderWithTimeLimit::ReaderWithTimeLimit(std::shared_ptr<Reader> reader, std::chrono::duration<double> duration)
     : ReaderWithLimitBase(std::move(reader)), duration_(duration) {
-  if (!(duration_.count() >= 0))
-    throw InvalidInput(fmt::format("ReaderWithTimeLimit: duration must be >= 0 seconds (0: no limit), got {}",
-                                   duration_.count()));
+  check_seconds("ReaderWithTimeLimit", "duration", " (0: no limit)", duration_.count());
 }
 
 void ReaderWithTimeLimit::setup_limiter(Net& init_net, std::optional<Net>& exit_net) {
@@ -152,8 +162,7 @@ ReaderWithDelay::ReaderWithDelay(std::shared_ptr<Reader> reader, std::chrono::du
       reader_(std::move(reader)),
       delay_(delay) {
   if (!reader_) throw InvalidInput("ReaderWithDelay: the reader is null");
-  if (!(delay_.count() >= 0))
-    throw InvalidInput(fmt::format("ReaderWithDelay: delay must be >= 0 seconds, got {}", delay_.count()));
+  check_seconds("ReaderWithDelay", "delay", "", delay_.count());
 }
 
 void ReaderWithDelay::setup_ex(Net init_net, std::optional<Net> exit_net) {

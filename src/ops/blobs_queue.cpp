@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/asymmetric_fence.h"
 #include "core/spin_wait.h"
@@ -25,7 +26,21 @@ namespace {
 constexpr int kSpinPauses = 128;
 constexpr int kSpinYields = 8;
 
+// The deadline of a wait of timeout_secs (> 0). Timeouts beyond 10^9 s (about 31 years) wait that
+// long: now + 10^9 s still fits steady_clock's 64-bit nanoseconds, any longer one might not.
+std::chrono::steady_clock::time_point deadline_after(double timeout_secs) {
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(std::min(timeout_secs, 1e9)));
+}
+
 }  // namespace
+
+void BlobsQueue::check_timeout(double timeout_secs, const char* what) const {
+  if (!(timeout_secs >= 0) || !std::isfinite(timeout_secs))
+    throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} timeout_secs = {}: the timeout must be a finite number of "
+                                   "seconds >= 0 (0 waits forever)",
+                                   name_, what, timeout_secs));
+}
 
 BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names)
     : name_(std::move(name)),
@@ -199,8 +214,13 @@ void BlobsQueue::after_take() noexcept {
   }
 }
 
-QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
+// A timed wait in a fiber yields until the queue is ready or the deadline passed; outside one it
+// spins briefly, then sleeps on the condition variable until notified or the deadline.
+QueueResult BlobsQueue::put(std::span<Blob* const> inputs, bool wait, double timeout_secs) {
   check_count(inputs.size(), "write");
+  if (wait) check_timeout(timeout_secs, "write");
+  const bool timed = wait && timeout_secs > 0;
+  const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;
   for (;;) {
     bool closed = false;
@@ -212,7 +232,18 @@ QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
     if (closed) return QueueResult::closed;
     if (!wait) return QueueResult::would_block;
     auto ready = [this] { return slot_free() || is_closed(); };
-    if (yield_until_ready(ready)) continue;  // in a fiber: let its siblings (the readers) run
+    if (timed) {
+      bool timed_out = false;
+      if (yield_until_ready([&] {  // in a fiber: let its siblings (the readers) run
+            if (ready()) return true;
+            return timed_out = std::chrono::steady_clock::now() >= deadline;
+          })) {
+        if (timed_out) return QueueResult::timed_out;
+        continue;
+      }
+    } else if (yield_until_ready(ready)) {
+      continue;
+    }
     if (!spun) {
       spun = true;
       if (spin_until(ready)) continue;
@@ -220,17 +251,21 @@ QueueResult BlobsQueue::write(std::span<Blob* const> inputs, bool wait) {
     BlockingScope blocking;  // on a pool worker: let queued jobs (e.g. the readers) run meanwhile
     std::unique_lock lk(mu_);
     announce_sleeper(writers_waiting_);
-    not_full_.wait(lk, ready);
+    bool woke = true;
+    if (timed)
+      woke = not_full_.wait_until(lk, deadline, ready);
+    else
+      not_full_.wait(lk, ready);
     writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    if (!woke) return QueueResult::timed_out;
   }
 }
 
 QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs) {
   check_count(outputs.size(), "read");
-  std::chrono::steady_clock::time_point deadline{};
-  if (timeout_secs > 0)
-    deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                       std::chrono::duration<double>(std::min(timeout_secs, 1e9)));
+  check_timeout(timeout_secs, "read");
+  const bool timed = timeout_secs > 0;
+  const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;
   for (;;) {
     if (try_take(outputs)) {
@@ -241,7 +276,7 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
     // writer but not yet published keeps the queue "not drained": wait for it.
     if (closed_and_drained()) return QueueResult::closed;
     auto ready = [this] { return record_ready() || closed_and_drained(); };
-    if (timeout_secs > 0) {
+    if (timed) {
       bool timed_out = false;
       if (yield_until_ready([&] {
             if (ready()) return true;
@@ -261,7 +296,7 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
     std::unique_lock lk(mu_);
     announce_sleeper(readers_waiting_);
     bool woke = true;
-    if (timeout_secs > 0)
+    if (timed)
       woke = not_empty_.wait_until(lk, deadline, ready);
     else
       not_empty_.wait(lk, ready);

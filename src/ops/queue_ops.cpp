@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -70,6 +71,24 @@ class QueueOpBase : public OperatorBase {
   std::atomic<bool> cancelled_{false};
 };
 
+// The operator's "timeout_secs" argument: 0 (the default) waits forever, > 0 gives up after that many
+// seconds. Negative, infinite and NaN values are refused when the operator is built.
+double timeout_arg(const OperatorBase& op) {
+  const double t = op.args().get_float("timeout_secs", 0);
+  if (!(t >= 0) || !std::isfinite(t))
+    throw InvalidInput(fmt::format("{}: argument \"timeout_secs\" = {}: the timeout must be a finite number of "
+                                   "seconds >= 0 (0 waits forever)",
+                                   op.type(), t));
+  return t;
+}
+
+// A blocking queue operator whose timeout passed: an error, never a status (a status of true means
+// "the queue is closed", which steps take as the normal end of the data).
+[[noreturn]] void throw_timed_out(const OperatorBase& op, double timeout_secs, const char* waiting_for) {
+  throw RuntimeError(fmt::format("{}: queue \"{}\": {} timed out in {} secs ({})", op.type(), op.input_name(0),
+                                 op.type(), timeout_secs, waiting_for));
+}
+
 // Enqueue ops write input blobs 1..n in place: output i must be input i + 1.
 void check_enqueue_shape(const OperatorBase& op, std::size_t num_status_outputs) {
   const std::size_t n = op.input_size() - 1;
@@ -116,28 +135,33 @@ class CreateBlobsQueueOp final : public OperatorBase {
 
 class EnqueueBlobsOp final : public QueueOpBase {
  public:
-  EnqueueBlobsOp(const OperatorDef& def, Workspace* ws) : QueueOpBase(def, ws, 1) { check_enqueue_shape(*this, 0); }
+  EnqueueBlobsOp(const OperatorDef& def, Workspace* ws) : QueueOpBase(def, ws, 1), timeout_secs_(timeout_arg(*this)) {
+    check_enqueue_shape(*this, 0);
+  }
   bool run() override {
     BlobsQueue& q = queue(0);
     const std::size_t n = input_size() - 1;
     check_num_blobs(q, 0, n);
-    if (q.blocking_write(std::span<Blob* const>(input_blobs()).subspan(1))) return true;
-    return cancelled();  // closed: a failure (Caffe2 returns the status), unless we closed it to stop
+    switch (q.write(std::span<Blob* const>(input_blobs()).subspan(1), timeout_secs_)) {
+      case QueueResult::ok: return true;
+      case QueueResult::timed_out: throw_timed_out(*this, timeout_secs_, "the queue stayed full");
+      default: return cancelled();  // closed: a failure (Caffe2 returns the status), unless we closed it to stop
+    }
   }
+
+ private:
+  double timeout_secs_;
 };
 
 class DequeueBlobsOp final : public QueueOpBase {
  public:
-  DequeueBlobsOp(const OperatorDef& def, Workspace* ws)
-      : QueueOpBase(def, ws, 1), timeout_secs_(args().get_float("timeout_secs", 0)) {}
+  DequeueBlobsOp(const OperatorDef& def, Workspace* ws) : QueueOpBase(def, ws, 1), timeout_secs_(timeout_arg(*this)) {}
   bool run() override {
     BlobsQueue& q = queue(0);
     check_num_blobs(q, 0, output_size());
     switch (q.read(output_blobs(), timeout_secs_)) {
       case QueueResult::ok: return true;
-      case QueueResult::timed_out:
-        throw RuntimeError(
-            fmt::format("{}: queue \"{}\": DequeueBlobs timed out in {} secs", type(), input_name(0), timeout_secs_));
+      case QueueResult::timed_out: throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
       default: return cancelled();  // closed and empty
     }
   }
@@ -174,33 +198,34 @@ class CountDownCloseBlobsQueueOp final : public OperatorBase {
 
 class SafeEnqueueBlobsOp final : public QueueOpBase {
  public:
-  SafeEnqueueBlobsOp(const OperatorDef& def, Workspace* ws) : QueueOpBase(def, ws, 1) {
+  SafeEnqueueBlobsOp(const OperatorDef& def, Workspace* ws)
+      : QueueOpBase(def, ws, 1), timeout_secs_(timeout_arg(*this)) {
     check_enqueue_shape(*this, 1);
   }
   bool run() override {
     BlobsQueue& q = queue(0);
     const std::size_t n = input_size() - 1;
     check_num_blobs(q, 0, n);
-    const bool ok = q.blocking_write(std::span<Blob* const>(input_blobs()).subspan(1));
-    write_status(output(n), !ok);
+    const QueueResult r = q.write(std::span<Blob* const>(input_blobs()).subspan(1), timeout_secs_);
+    // The status says "closed" (the normal end of a pipeline); a timeout is an error (docs/queues.md).
+    if (r == QueueResult::timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed full");
+    write_status(output(n), r != QueueResult::ok);
     return true;
   }
+
+ private:
+  double timeout_secs_;
 };
 
 class SafeDequeueBlobsOp final : public QueueOpBase {
  public:
   SafeDequeueBlobsOp(const OperatorDef& def, Workspace* ws)
-      : QueueOpBase(def, ws, 1), num_records_(args().get_int("num_records", 1)) {
+      : QueueOpBase(def, ws, 1), num_records_(args().get_int("num_records", 1)), timeout_secs_(timeout_arg(*this)) {
     if (num_records_ <= 0)
       throw InvalidInput(
           fmt::format("{}: argument \"num_records\" = {}: num_records must be positive", type(), num_records_));
-    if (num_records_ > 1) {
-      const std::size_t n = output_size() - 1;
-      const auto records = static_cast<std::size_t>(std::min<int64_t>(num_records_, 1 << 20));
-      scratch_.resize(records * n);
-      scratch_ptrs_.resize(records * n);
-      for (std::size_t i = 0; i < scratch_.size(); ++i) scratch_ptrs_[i] = &scratch_[i];
-    }
+    // No scratch records yet: they are allocated as records arrive (num_records = 10^6 costs nothing
+    // until a million records are actually read).
   }
 
   bool run() override {
@@ -209,17 +234,41 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     check_num_blobs(q, 0, n);
     std::span<Blob* const> outs(output_blobs());
     if (num_records_ == 1) {
-      const bool ok = q.blocking_read(outs.first(n));
-      write_status(output(n), !ok);
+      const QueueResult r = q.read(outs.first(n), timeout_secs_);
+      if (r == QueueResult::timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
+      write_status(output(n), r != QueueResult::ok);
       return true;
     }
     // Up to num_records reads into the scratch records (blocking for each: a partial batch only when
-    // the queue closes), then one concatenation per field. Scratch blobs are swapped back into the
-    // queue by the next read, so their storage is recycled rather than reallocated.
-    const std::size_t max_records = scratch_.size() / n;
+    // the queue closes or the timeout passes after the first record), then one concatenation per
+    // field. Scratch blobs are swapped back into the queue by the next read, so their storage is
+    // recycled rather than reallocated.
+    rec_ptrs_.resize(n);
+    const auto start = std::chrono::steady_clock::now();
+    const auto max_records = static_cast<uint64_t>(num_records_);
     std::size_t got = 0;
-    while (got < max_records && q.blocking_read(std::span<Blob* const>(scratch_ptrs_).subspan(got * n, n))) ++got;
+    bool timed_out = false;
+    while (got < max_records) {
+      grow_scratch(got + 1, n);
+      for (std::size_t j = 0; j < n; ++j) rec_ptrs_[j] = &scratch_[got * n + j];
+      QueueResult r;
+      if (timeout_secs_ > 0) {
+        // One deadline for the whole batch.
+        const double left =
+            timeout_secs_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        r = left > 0 ? q.read(rec_ptrs_, left) : q.try_read(rec_ptrs_);
+        if (r == QueueResult::would_block) r = QueueResult::timed_out;
+      } else {
+        r = q.read(rec_ptrs_);
+      }
+      if (r != QueueResult::ok) {
+        timed_out = r == QueueResult::timed_out;
+        break;
+      }
+      ++got;
+    }
     if (got == 0) {
+      if (timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
       write_status(output(n), true);
       return true;
     }
@@ -278,9 +327,18 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     });
   }
 
+  // Makes room for `records` scratch records, growing geometrically (Blobs move, their storage stays).
+  void grow_scratch(std::size_t records, std::size_t n) {
+    if (scratch_.size() >= records * n) return;
+    const auto limit = static_cast<uint64_t>(num_records_);  // records <= limit
+    const uint64_t doubled = std::max<uint64_t>(records, 2 * (scratch_.size() / n));
+    scratch_.resize(static_cast<std::size_t>(std::min(doubled, limit)) * n);
+  }
+
   int64_t num_records_;
-  std::vector<Blob> scratch_;  // num_records × num_blobs
-  std::vector<Blob*> scratch_ptrs_;
+  double timeout_secs_;
+  std::vector<Blob> scratch_;     // the records of the largest batch read so far (num_blobs blobs each)
+  std::vector<Blob*> rec_ptrs_;  // the record being read: n pointers into scratch_
 };
 
 class WeightedSampleDequeueBlobsOp final : public QueueOpBase {
@@ -369,6 +427,10 @@ void register_queue_ops(OperatorRegistry& reg) {
               .inputs(2, kAny)
               .outputs(1, kAny)
               .allow_any_inplace()
+              .arg("timeout_secs", ArgType::Float,
+                   "> 0: throw \"EnqueueBlobs timed out in N secs\" when no slot frees up within that many seconds "
+                   "(the blobs stay with the caller); 0 waits forever; negative or non-finite: InvalidInput",
+                   "0")
               .doc("EnqueueBlobs([queue, b1..bn], [b1..bn]) (in place): waits for a free slot and moves the blobs "
                    "into it by swapping (each bi gets back what the slot held). Fails (returns false) when the queue "
                    "is closed — at once, even with free capacity. cancel() closes the queue."),
@@ -376,8 +438,10 @@ void register_queue_ops(OperatorRegistry& reg) {
   reg.add(OpSchema("DequeueBlobs")
               .inputs(1)
               .outputs(1, kAny)
-              .arg("timeout_secs", ArgType::Float, "> 0: fail with \"DequeueBlobs timed out in N secs\" after that "
-                   "long; 0 waits forever", "0")
+              .arg("timeout_secs", ArgType::Float,
+                   "> 0: throw \"DequeueBlobs timed out in N secs\" when no record arrives within that many "
+                   "seconds (the outputs are untouched); 0 waits forever; negative or non-finite: InvalidInput",
+                   "0")
               .doc("DequeueBlobs([queue], [b1..bn]): waits for a record and swaps it into the outputs. Fails (returns "
                    "false) when the queue is closed and empty; records left at close are still read. cancel() closes "
                    "the queue."),
@@ -399,6 +463,11 @@ void register_queue_ops(OperatorRegistry& reg) {
               .inputs(2, kAny)
               .outputs(2, kAny)
               .allow_any_inplace()
+              .arg("timeout_secs", ArgType::Float,
+                   "> 0: throw \"SafeEnqueueBlobs timed out in N secs\" when no slot frees up within that many "
+                   "seconds (an error, not a status: the status only reports a closed queue); 0 waits forever; "
+                   "negative or non-finite: InvalidInput",
+                   "0")
               .doc("SafeEnqueueBlobs([queue, b1..bn], [b1..bn, status]) (bi in place): like EnqueueBlobs, but never "
                    "fails: status (bool scalar) is true when the write failed because the queue is closed. cancel() "
                    "closes the queue."),
@@ -406,8 +475,15 @@ void register_queue_ops(OperatorRegistry& reg) {
   reg.add(OpSchema("SafeDequeueBlobs")
               .inputs(1)
               .outputs(2, kAny)
-              .arg("num_records", ArgType::Int, "records per run (> 0); more than 1 concatenates them along dim 0",
+              .arg("num_records", ArgType::Int,
+                   "records per run (> 0, no upper bound; buffers grow with the records actually read); more than 1 "
+                   "concatenates them along dim 0",
                    "1")
+              .arg("timeout_secs", ArgType::Float,
+                   "> 0: one deadline for the run's reads: throw \"SafeDequeueBlobs timed out in N secs\" when no "
+                   "record arrived by then (an error, not a status), or return the partial batch read so far; 0 waits "
+                   "forever; negative or non-finite: InvalidInput",
+                   "0")
               .doc("SafeDequeueBlobs([queue], [b1..bn, status]): reads one record, or up to num_records concatenated "
                    "field by field along dim 0 (same dtype and trailing dims required; any dtype, strings included). "
                    "Never fails on a closed queue: status (bool scalar) is true only when the first read failed — a "

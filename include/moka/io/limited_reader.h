@@ -92,8 +92,9 @@ class ReaderWithLimit final : public ReaderWithLimitBase {
 std::shared_ptr<ReaderWithLimit> CountUntil(std::optional<int64_t> num_iter);
 
 /// @brief Stops reading once duration has passed since the task started (Caffe2's
-/// ReaderWithTimeLimit). The check happens before each read. A zero duration means no limit;
-/// a negative one is refused (InvalidInput).
+/// ReaderWithTimeLimit). The check happens before each read. A zero duration means no limit.
+/// InvalidInput (naming "duration" and its value) for a negative, infinite or NaN duration, or one
+/// whose nanoseconds do not fit int64 (about 292 years).
 ///
 /// Differs from Caffe2 (decision 4): the limiter's output blob gets an automatic name
 /// (`<net>/GE`) instead of the literal "None"; nothing depended on that name.
@@ -116,6 +117,8 @@ class ReaderWithTimeLimit final : public ReaderWithLimitBase {
 
 /// @brief Sleeps delay before every read of reader (Caffe2's ReaderWithDelay): the read net is
 /// `Net("reader_body")` holding a callable operator that sleeps, then reader's read().
+/// InvalidInput (naming "delay" and its value) for a negative, infinite or NaN delay, or one whose
+/// nanoseconds do not fit int64.
 class ReaderWithDelay final : public Reader {
  public:
   ReaderWithDelay(std::shared_ptr<Reader> reader, std::chrono::duration<double> delay);

@@ -20,7 +20,7 @@ namespace moka {
 enum class QueueResult {
   ok,         ///< the record moved
   closed,     ///< the queue is closed (for a read: closed and empty)
-  timed_out,  ///< the timeout passed first (reads with timeout_secs > 0 only)
+  timed_out,  ///< the timeout passed first (reads and writes with timeout_secs > 0 only)
   would_block ///< try_read/try_write only: empty (or full) and still open
 };
 
@@ -63,15 +63,26 @@ class BlobsQueue {
   BlobsQueue& operator=(const BlobsQueue&) = delete;
 
   /// @brief Waits for a free slot, then swaps `inputs` (num_blobs of them) into it.
-  /// @return false when the queue is (or becomes, while waiting) closed; the inputs are untouched.
+  /// @param timeout_secs > 0: give up after that many seconds (false, inputs untouched); 0 waits
+  ///        forever. InvalidInput when negative or not finite.
+  /// @return false when the queue is (or becomes, while waiting) closed, or on timeout; the inputs
+  ///         are then untouched.
   /// Thread-safety: any thread.
-  bool blocking_write(std::span<Blob* const> inputs) { return write(inputs, true) == QueueResult::ok; }
+  bool blocking_write(std::span<Blob* const> inputs, double timeout_secs = 0) {
+    return write(inputs, timeout_secs) == QueueResult::ok;
+  }
+  /// @brief blocking_write telling closed from timed_out.
+  /// Thread-safety: any thread.
+  QueueResult write(std::span<Blob* const> inputs, double timeout_secs = 0) {
+    return put(inputs, true, timeout_secs);
+  }
   /// @brief Swaps `inputs` into a free slot if there is one; never waits.
   /// Thread-safety: any thread.
-  QueueResult try_write(std::span<Blob* const> inputs) { return write(inputs, false); }
+  QueueResult try_write(std::span<Blob* const> inputs) { return put(inputs, false, 0); }
 
   /// @brief Waits for a record, then swaps it into `outputs` (num_blobs of them).
-  /// @param timeout_secs > 0: give up after that many seconds (false, outputs untouched).
+  /// @param timeout_secs > 0: give up after that many seconds (false, outputs untouched); 0 waits
+  ///        forever. InvalidInput when negative or not finite.
   /// @return false when the queue is closed and empty, or on timeout.
   /// Thread-safety: any thread.
   bool blocking_read(std::span<Blob* const> outputs, double timeout_secs = 0) {
@@ -125,8 +136,10 @@ class BlobsQueue {
   std::atomic<uint64_t>& seq(uint64_t pos) const noexcept { return seq_of(slot(pos)); }
   Blob* slot_blobs(uint64_t pos) const noexcept { return blobs_of(slot(pos)); }
 
-  QueueResult write(std::span<Blob* const> inputs, bool wait);
+  QueueResult put(std::span<Blob* const> inputs, bool wait, double timeout_secs);
   void check_count(std::size_t n, const char* what) const;
+  // InvalidInput unless timeout_secs is finite and >= 0.
+  void check_timeout(double timeout_secs, const char* what) const;
   // One non-waiting attempt each; false when full (empty) or, for writes, closed.
   bool try_put(std::span<Blob* const> inputs, bool& closed);
   bool try_take(std::span<Blob* const> outputs);

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <vector>
 
 #include "../../../src/core/asymmetric_fence.h"
+#include "../../../src/exec/fiber.h"
 #include "moka/core/error.h"
 #include "moka/ops/blobs_queue.h"
 
@@ -172,6 +174,101 @@ TEST(BlobsQueue, ReadTimesOut) {
   ASSERT_TRUE(write1(q, 8));
   EXPECT_EQ(read1(q, v, 0.05), QueueResult::ok);  // a record there: no waiting
   EXPECT_EQ(v, 8);
+}
+
+TEST(BlobsQueue, WriteTimesOut) {
+  BlobsQueue q("q", 1, 1);
+  ASSERT_TRUE(write1(q, 1));
+  Blob b;
+  put(b, 2);
+  Blob* in[] = {&b};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(q.write(in, 0.05), QueueResult::timed_out);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 50ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_EQ(value(b), 2);  // untouched
+  EXPECT_FALSE(q.blocking_write(in, 0.01));
+  int64_t v;
+  ASSERT_EQ(read1(q, v), QueueResult::ok);
+  EXPECT_EQ(q.write(in, 0.05), QueueResult::ok);  // a free slot: no waiting
+  q.close();
+  EXPECT_EQ(q.write(in, 5.0), QueueResult::closed);  // closed: at once, not after the timeout
+}
+
+TEST(BlobsQueue, TimedWriteSucceedsWhenAReaderFreesASlot) {
+  BlobsQueue q("q", 1, 1);
+  ASSERT_TRUE(write1(q, 1));
+  std::atomic<int64_t> got{-1};
+  std::thread reader([&] {
+    std::this_thread::sleep_for(30ms);
+    int64_t v = 0;
+    if (read1(q, v) == QueueResult::ok) got.store(v);
+  });
+  Blob b;
+  put(b, 2);
+  Blob* in[] = {&b};
+  EXPECT_EQ(q.write(in, 30.0), QueueResult::ok);
+  reader.join();
+  EXPECT_EQ(got.load(), 1);
+  int64_t v;
+  ASSERT_EQ(read1(q, v), QueueResult::ok);
+  EXPECT_EQ(v, 2);
+}
+
+TEST(BlobsQueue, InvalidTimeoutsAreInvalidInput) {
+  BlobsQueue q("myq", 1, 1);
+  Blob b;
+  Blob* io[] = {&b};
+  for (double bad : {-0.5, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    try {
+      (void)q.write(io, bad);
+      ADD_FAILURE() << "write accepted timeout " << bad;
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("myq"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("timeout_secs"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)q.read(io, bad), InvalidInput);
+  }
+  EXPECT_EQ(q.size(), 0u);
+}
+
+// Inside a fiber a wait yields instead of sleeping; the timeouts hold there too.
+TEST(BlobsQueue, TimeoutsInAFiber) {
+  BlobsQueue full("full", 1, 1);
+  BlobsQueue empty("empty", 1, 1);
+  ASSERT_TRUE(write1(full, 1));
+  QueueResult w = QueueResult::ok, r = QueueResult::ok;
+  std::chrono::steady_clock::duration waited{};
+  detail::run_on_fibers(1, [&](std::size_t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Blob b;
+    put(b, 2);
+    Blob* in[] = {&b};
+    w = full.write(in, 0.1);
+    int64_t v;
+    r = read1(empty, v, 0.1);
+    waited = std::chrono::steady_clock::now() - t0;
+  });
+  EXPECT_EQ(w, QueueResult::timed_out);
+  EXPECT_EQ(r, QueueResult::timed_out);
+  EXPECT_GE(waited, 200ms);
+  EXPECT_LT(waited, 10s);
+  // A sibling fiber frees the slot: the timed write succeeds.
+  QueueResult w2 = QueueResult::timed_out;
+  int64_t first = -1;
+  detail::run_on_fibers(2, [&](std::size_t j) {
+    if (j == 0) {
+      Blob b;
+      put(b, 3);
+      Blob* in[] = {&b};
+      w2 = full.write(in, 30.0);
+    } else {
+      (void)read1(full, first);
+    }
+  });
+  EXPECT_EQ(w2, QueueResult::ok);
+  EXPECT_EQ(first, 1);
 }
 
 TEST(BlobsQueue, CloseWakesBlockedReadersAndWriters) {
