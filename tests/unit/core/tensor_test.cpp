@@ -172,6 +172,33 @@ TEST(Tensor, ResizeGrowsZeroFilled) {
   for (int32_t v : t.values<int32_t>()) ASSERT_EQ(v, 0);
 }
 
+// Row-by-row appends (AtomicAppend's pattern) through many reallocations, past the size where
+// storage becomes a mapping of its own: every row keeps its value, zero_new rows are zero, a shrink
+// and regrow within the storage brings old rows back, and copies and moves keep everything.
+TEST(Tensor, AppendingRowsThroughReallocationsKeepsEveryRow) {
+  constexpr int64_t kRows = 300'000;  // 2.4 MB of int64 rows: crosses detail::kLargeStorageBytes
+  static_assert(kRows * 8 > static_cast<int64_t>(detail::kLargeStorageBytes));
+  Tensor t(DType::Int64, {0});
+  for (int64_t r = 0; r < kRows; ++r) {
+    t.resize_dim0(r + 1, /*zero_new=*/false);
+    t.mutable_data<int64_t>()[r] = r * 3;
+  }
+  ASSERT_EQ(t.numel(), kRows);
+  for (int64_t r = 0; r < kRows; ++r) ASSERT_EQ(t.data<int64_t>()[r], r * 3) << "row " << r;
+  t.resize_dim0(kRows + 5);  // zero_new: the new rows read as zero
+  for (int64_t r = kRows; r < kRows + 5; ++r) ASSERT_EQ(t.data<int64_t>()[r], 0);
+  t.resize_dim0(10);
+  t.resize_dim0(12);  // within the storage: the rows a shrink dropped come back
+  EXPECT_EQ(t.data<int64_t>()[11], 33);
+  const Tensor copy = t;
+  EXPECT_EQ(copy, t);
+  Tensor moved = std::move(t);
+  EXPECT_EQ(moved, copy);
+  EXPECT_EQ(t.numel(), 0);
+  t.resize(DType::Int64, {3});  // a moved-from tensor is usable, its fresh storage zero-filled
+  EXPECT_EQ(t, Tensor::vector<int64_t>({0, 0, 0}));
+}
+
 TEST(Tensor, ResizeLikeCopiesDTypeAndShape) {
   Tensor a(DType::Double, {3, 1, 2});
   Tensor b;
