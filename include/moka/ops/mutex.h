@@ -1,12 +1,11 @@
 // BlobMutex: the mutex that CreateMutex puts in a blob and AtomicIter locks (Caffe2's unique_ptr<std::mutex>).
 #pragma once
 
-#include "moka/core/atomic_mutex.h"
+#include <mutex>
 
 namespace moka {
 
-/// @brief A mutex held by a blob, so operators of different nets can share it. An AtomicMutex, not a
-/// std::mutex: AtomicAppend locks it once per batch (moka/core/atomic_mutex.h).
+/// @brief A std::mutex held by a blob, so operators of different nets can share it.
 ///
 /// Meets the Lockable requirements: `std::lock_guard lk(blob.get_checked_mutable<BlobMutex>());`.
 /// Thread-safety: lock/unlock/try_lock may be called concurrently, as for std::mutex.
@@ -22,9 +21,10 @@ class alignas(64) BlobMutex {
   void lock() { mu_.lock(); }
   void unlock() { mu_.unlock(); }
   bool try_lock() { return mu_.try_lock(); }
+  std::mutex& native() { return mu_; }
 
  private:
-  AtomicMutex mu_;
+  std::mutex mu_;
 };
 
 }  // namespace moka
