@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -62,63 +61,6 @@ struct StorageAllocator : std::allocator<T> {
   void construct(U* p, Args&&... args) {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
-};
-
-/// @brief A tensor's bytes: std::vector<std::byte, StorageAllocator>'s interface, minus the loop.
-/// vector::resize constructs every new element one at a time even when construction does nothing
-/// (about 0.4 instructions per byte here: ~110 per small append, a third of a second per GiB loaded
-/// into fresh tensors); growing a ByteStorage only moves its size. New bytes are uninitialised.
-/// Thread-safety: none (the tensor's).
-class ByteStorage {
- public:
-  ByteStorage() = default;
-  ByteStorage(ByteStorage&& o) noexcept : p_(o.p_), size_(o.size_), cap_(o.cap_) { o.forget(); }
-  ByteStorage& operator=(ByteStorage&& o) noexcept {
-    if (this != &o) {
-      release();
-      p_ = o.p_;
-      size_ = o.size_;
-      cap_ = o.cap_;
-      o.forget();
-    }
-    return *this;
-  }
-  ByteStorage(const ByteStorage&) = delete;
-  ByteStorage& operator=(const ByteStorage&) = delete;
-  ~ByteStorage() { release(); }
-
-  std::byte* data() noexcept { return p_; }
-  const std::byte* data() const noexcept { return p_; }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t capacity() const noexcept { return cap_; }
-  /// Capacity at least n, keeping the first size() bytes. std::bad_alloc leaves it unchanged.
-  void reserve(std::size_t n) {
-    if (n <= cap_) return;
-    std::byte* q = StorageAllocator<std::byte>().allocate(n);
-    if (size_ != 0) std::memcpy(q, p_, size_);
-    if (p_ != nullptr) StorageAllocator<std::byte>().deallocate(p_, cap_);
-    p_ = q;
-    cap_ = n;
-  }
-  /// Size n; growing past the capacity at least doubles it (as std::vector does).
-  void resize(std::size_t n) {
-    if (n > cap_) reserve(std::max(n, 2 * size_));
-    size_ = n;
-  }
-  void clear() noexcept { size_ = 0; }
-
- private:
-  void release() noexcept {
-    if (p_ != nullptr) StorageAllocator<std::byte>().deallocate(p_, cap_);
-    forget();
-  }
-  void forget() noexcept {
-    p_ = nullptr;
-    size_ = cap_ = 0;
-  }
-  std::byte* p_ = nullptr;
-  std::size_t size_ = 0;
-  std::size_t cap_ = 0;
 };
 }  // namespace detail
 
@@ -255,7 +197,8 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> shape_{0};
   int64_t numel_ = 0;
-  detail::ByteStorage bytes_;          // never shrinks; grows zero-filled except by resize_for_overwrite
+  std::vector<std::byte, detail::StorageAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
+                                                                       // except by resize_for_overwrite
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 
