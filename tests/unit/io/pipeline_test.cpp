@@ -1,6 +1,7 @@
 // Unit tests: pipe() and processors — the Task it builds, build-time errors, static threads,
-// NetProcessor, ops-syntax processors (stop_if, no record, should_stop), and a processor that throws
-// mid-stream (the run fails, every queue is closed, nothing stays blocked).
+// NetProcessor, ops-syntax processors (stop_if, no record, should_stop), a processor that throws
+// mid-stream in two and in three stages (the run fails, every queue is closed, nothing stays blocked),
+// and a reader over a dataset whose blobs were never created (a run-time error, no hang).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -260,6 +261,68 @@ TEST(Pipe, ExceptionMidStreamClosesQueuesAndFails) {
   EXPECT_GE(seen.load(), 30);
   auto got = sorted_vals(session, dst);
   EXPECT_EQ(std::set<int64_t>(got.begin(), got.end()).size(), got.size());
+}
+
+// Three stages (src → q1 → q2 → dst) and the middle one throws: the run fails with that error within
+// the test's bound, and both queues end closed — the upstream one, whose writer may be blocked on a
+// full queue, and the downstream one, whose reader waits for records that will not come.
+TEST(Pipe, ExceptionInTheMiddleStageClosesBothQueues) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 200, "pmid");
+  std::shared_ptr<Queue> q1 = Queue::make(2, {.name = "pmid_q1"});
+  std::shared_ptr<Queue> q2 = Queue::make(2, {.name = "pmid_q2"});
+  std::atomic<int> seen{0};
+  TaskGroup tg([&, src = src, dst = dst] {
+    pipe(src.reader(), {.output = q1});
+    pipe(q1, {.output = q2, .processor = Processor([&](const Field& rec) {
+                ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
+                  if (++seen == 30) throw RuntimeError("middle stage failed on purpose");
+                });
+                return rec;
+              }, "middle")});
+    pipe(q2, {.output = dst.writer()});
+  });
+  auto run = std::async(std::launch::async, [&] { session.run(tg); });
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
+  try {
+    run.get();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("middle stage failed on purpose"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(session.workspace().blob(q1->queue().name()).get<BlobsQueuePtr>()->is_closed());
+  EXPECT_TRUE(session.workspace().blob(q2->queue().name()).get<BlobsQueuePtr>()->is_closed());
+  // Each row at most once downstream, and none of those the middle stage never passed on.
+  auto got = sorted_vals(session, dst);
+  EXPECT_EQ(std::set<int64_t>(got.begin(), got.end()).size(), got.size());
+  EXPECT_LT(got.size(), 30u);
+}
+
+// A dataset whose field blobs are named but were never created (its init net did not run): the
+// build cannot know, so the run fails naming the missing blob, within the test's bound, and the
+// downstream pipe waiting on the queue does not hang.
+TEST(Pipe, ReaderOverADatasetWhoseBlobsWereNeverCreatedFailsAtRunTime) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 3, "pnc");
+  Net never_run("pnc_never_run");
+  const Field blobs = name_scope("pnc_missing", [&] {
+    return schema::NewRecord(never_run, schema::Struct({{"val", schema::Scalar(DType::Int64)}}));
+  });
+  Dataset missing(blobs, "pnc_missing");
+  std::shared_ptr<Queue> q = Queue::make(2, {.name = "pnc_q"});
+  TaskGroup tg([&, dst = dst] {
+    pipe(missing.reader(), {.output = q});
+    pipe(q, {.output = dst.writer()});
+  });
+  auto run = std::async(std::launch::async, [&] { session.run(tg); });
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
+  try {
+    run.get();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(blobs["val"]().name()), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(sorted_vals(session, dst).empty());
 }
 
 }  // namespace
