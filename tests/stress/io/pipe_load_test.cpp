@@ -2,9 +2,9 @@
 // exactly once with 2 runtime threads per stage, and peak RSS stays within the queues' bound; the same
 // with the stages as fibers on one thread (Concurrency::fibers).
 //
-// MOKA_PIPE_LOAD_RECORDS sets N (default 10^6 optimised, 2·10^5 in Debug, 5·10^4 under a sanitizer:
-// about 1 s, 8 s and 4 s on 2 busy cores). The 10^7 (about 10 s in Release):
-//   MOKA_PIPE_LOAD_RECORDS=10000000 build/release/tests/moka_stress_io_tests --gtest_filter='PipeLoad.*'
+// N is the 10^7 in an optimised build (6-15 s with threads, plus N/4 on fibers in 1-3 s, on 2
+// cores), 2·10^5 in Debug and 5·10^4 under a sanitizer (about 8 s and 4 s); MOKA_PIPE_LOAD_RECORDS sets it:
+//   MOKA_PIPE_LOAD_RECORDS=1000000 build/release/tests/moka_stress_io_tests --gtest_filter='PipeLoad.*'
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -50,7 +50,7 @@ int64_t records_from_env() {
 #elif !defined(NDEBUG)
   constexpr int64_t def = 200'000;
 #else
-  constexpr int64_t def = 1'000'000;
+  constexpr int64_t def = 10'000'000;
 #endif
   const char* s = std::getenv("MOKA_PIPE_LOAD_RECORDS");
   if (s == nullptr || *s == '\0') return def;
