@@ -214,6 +214,35 @@ void BlobsQueue::after_take() noexcept {
   }
 }
 
+template <class Ready>
+bool BlobsQueue::wait_turn(Ready ready, bool timed, std::chrono::steady_clock::time_point deadline, bool& spun,
+                           std::condition_variable& cv, std::atomic<int>& waiting) {
+  if (timed) {
+    bool timed_out = false;
+    if (yield_until_ready([&] {  // in a fiber: let its siblings (the other side of the queue) run
+          if (ready()) return true;
+          return timed_out = std::chrono::steady_clock::now() >= deadline;
+        }))
+      return !timed_out;
+  } else if (yield_until_ready(ready)) {
+    return true;
+  }
+  if (!spun) {
+    spun = true;
+    if (spin_until(ready)) return true;
+  }
+  BlockingScope blocking;  // on a pool worker: let queued jobs (e.g. the other side) run meanwhile
+  std::unique_lock lk(mu_);
+  announce_sleeper(waiting);
+  bool woke = true;
+  if (timed)
+    woke = cv.wait_until(lk, deadline, ready);
+  else
+    cv.wait(lk, ready);
+  waiting.fetch_sub(1, std::memory_order_relaxed);
+  return woke;
+}
+
 // A timed wait in a fiber yields until the queue is ready or the deadline passed; outside one it
 // spins briefly, then sleeps on the condition variable until notified or the deadline.
 QueueResult BlobsQueue::put(std::span<Blob* const> inputs, bool wait, double timeout_secs) {
@@ -232,32 +261,7 @@ QueueResult BlobsQueue::put(std::span<Blob* const> inputs, bool wait, double tim
     if (closed) return QueueResult::closed;
     if (!wait) return QueueResult::would_block;
     auto ready = [this] { return slot_free() || is_closed(); };
-    if (timed) {
-      bool timed_out = false;
-      if (yield_until_ready([&] {  // in a fiber: let its siblings (the readers) run
-            if (ready()) return true;
-            return timed_out = std::chrono::steady_clock::now() >= deadline;
-          })) {
-        if (timed_out) return QueueResult::timed_out;
-        continue;
-      }
-    } else if (yield_until_ready(ready)) {
-      continue;
-    }
-    if (!spun) {
-      spun = true;
-      if (spin_until(ready)) continue;
-    }
-    BlockingScope blocking;  // on a pool worker: let queued jobs (e.g. the readers) run meanwhile
-    std::unique_lock lk(mu_);
-    announce_sleeper(writers_waiting_);
-    bool woke = true;
-    if (timed)
-      woke = not_full_.wait_until(lk, deadline, ready);
-    else
-      not_full_.wait(lk, ready);
-    writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
-    if (!woke) return QueueResult::timed_out;
+    if (!wait_turn(ready, timed, deadline, spun, not_full_, writers_waiting_)) return QueueResult::timed_out;
   }
 }
 
@@ -276,32 +280,7 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
     // writer but not yet published keeps the queue "not drained": wait for it.
     if (closed_and_drained()) return QueueResult::closed;
     auto ready = [this] { return record_ready() || closed_and_drained(); };
-    if (timed) {
-      bool timed_out = false;
-      if (yield_until_ready([&] {
-            if (ready()) return true;
-            return timed_out = std::chrono::steady_clock::now() >= deadline;
-          })) {
-        if (timed_out) return QueueResult::timed_out;
-        continue;
-      }
-    } else if (yield_until_ready(ready)) {
-      continue;
-    }
-    if (!spun) {
-      spun = true;
-      if (spin_until(ready)) continue;
-    }
-    BlockingScope blocking;
-    std::unique_lock lk(mu_);
-    announce_sleeper(readers_waiting_);
-    bool woke = true;
-    if (timed)
-      woke = not_empty_.wait_until(lk, deadline, ready);
-    else
-      not_empty_.wait(lk, ready);
-    readers_waiting_.fetch_sub(1, std::memory_order_relaxed);
-    if (!woke) return QueueResult::timed_out;
+    if (!wait_turn(ready, timed, deadline, spun, not_empty_, readers_waiting_)) return QueueResult::timed_out;
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -160,6 +161,12 @@ class BlobsQueue {
   // Spins briefly until `ready()`; true when it became ready.
   template <class Ready>
   bool spin_until(Ready ready) const;
+  // One wait of put() or read() for `ready()`: in a fiber it yields to the siblings; else it spins once
+  // (the first time, tracked by `spun`), then sleeps on `cv`, counted in `waiting`. `deadline` bounds it
+  // when `timed`. True when the caller should try again, false when the deadline passed.
+  template <class Ready>
+  bool wait_turn(Ready ready, bool timed, std::chrono::steady_clock::time_point deadline, bool& spun,
+                 std::condition_variable& cv, std::atomic<int>& waiting);
 
   std::string name_;
   uint64_t capacity_;
