@@ -184,6 +184,36 @@ TEST(DatasetOps, ReadNextBatchEnforceBatchSize) {
   EXPECT_EQ(fetch(ws, "o"), Tensor(DType::Int32, {0}));  // one row left: not a full batch
 }
 
+// A record without lists takes ReadNextBatch's flat path: the same rows, limits and errors as the tree walk.
+TEST(DatasetOps, ReadNextBatchFlatLimitsAndErrors) {
+  Workspace ws;
+  feed(ws, "a", Tensor::vector<int64_t>({0, 1, 2, 3, 4}));
+  feed(ws, "b", Tensor::from_vector<float>({3, 2}, {0, 0.5f, 1, 1.5f, 2, 2.5f}));  // fewer rows: it limits
+  run_op(ws, "CreateTreeCursor", {}, {"cur"}, {fields_arg({"a", "b"})});
+  auto op = create_op(ws, "ReadNextBatch", {"cur", "a", "b"}, {"oa", "ob"}, {make_arg("batch_size", 2)});
+  ASSERT_TRUE(op->run());
+  ASSERT_TRUE(op->run());
+  EXPECT_EQ(fetch(ws, "oa"), Tensor::vector<int64_t>({2}));
+  EXPECT_EQ(fetch(ws, "ob"), Tensor::from_vector<float>({1, 2}, {2, 2.5f}));
+  ASSERT_TRUE(op->run());
+  EXPECT_EQ(fetch(ws, "oa"), Tensor(DType::Int64, {0}));
+  EXPECT_EQ(ws.blob("cur").get<TreeCursor>().offsets(), (std::vector<int64_t>{3}));
+  // A restored cursor past the data: the tree walk's error, and the cursor stays.
+  ws.blob("cur").get_checked_mutable<TreeCursor>().set_offsets({9});
+  expect_error<InvalidInput>([&] { op->run(); },
+                             {"ReadNextBatch", "Tried to advance past end of cursor.", "offset 9", "3 rows"});
+  EXPECT_EQ(ws.blob("cur").get<TreeCursor>().offsets(), (std::vector<int64_t>{9}));
+  // A 0-d field and a field never written.
+  run_op(ws, "ResetCursor", {"cur"}, {});
+  feed(ws, "scalar", Tensor::scalar<float>(1));
+  expect_error<InvalidInput>([&] { run_op(ws, "ReadNextBatch", {"cur", "a", "scalar"}, {"oa", "ob"}); },
+                             {"ReadNextBatch", "field 1 (b)", "\"scalar\"", "0-d"});
+  ws.create_blob("never");
+  expect_error<TypeError>([&] { run_op(ws, "ReadNextBatch", {"cur", "never", "b"}, {"oa", "ob"}); },
+                          {"ReadNextBatch", "\"never\""});
+  EXPECT_TRUE(ws.blob("cur").get<TreeCursor>().offsets().empty());
+}
+
 TEST(DatasetOps, ReadNextBatchEveryDtype) {
   for (DType dt : {DType::Bool, DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64, DType::Float,
                    DType::Double, DType::String}) {
