@@ -38,7 +38,7 @@ void create_durably(const fs::path& dir, const std::string& wanted) {
 
 }  // namespace
 
-CheckpointDirLock::CheckpointDirLock(const std::string& dir) {
+CheckpointDirLock::CheckpointDirLock(const std::string& dir, bool remove_temporaries) {
   create_durably(fs::path(dir), dir);
   const std::string lock_path = dir + "/moka.lock";
   fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -68,6 +68,7 @@ CheckpointDirLock::CheckpointDirLock(const std::string& dir) {
     // Harmless: only the message of a refused second run would lack the pid.
   }
 
+  if (!remove_temporaries) return;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

@@ -22,7 +22,9 @@ namespace moka::detail {
 /// run (process P holds D/moka.lock)".
 class CheckpointDirLock {
  public:
-  explicit CheckpointDirLock(const std::string& dir);
+  /// `remove_temporaries` false leaves the `.tmp-` files alone (JobRunner: its directory may hold
+  /// files that are not moka's).
+  explicit CheckpointDirLock(const std::string& dir, bool remove_temporaries = true);
   ~CheckpointDirLock();
   CheckpointDirLock(const CheckpointDirLock&) = delete;
   CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;

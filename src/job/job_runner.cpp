@@ -5,12 +5,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
 #include "moka/session/local_session.h"
 #include "moka/session/session.h"
 #include "job/background_save.h"
+#include "job/checkpoint_dir_lock.h"
 
 namespace moka {
 
@@ -57,7 +59,28 @@ void JobRunner::log(std::string_view message) const {
   }
 }
 
+namespace {
+
+// Takes `dir` for this training (DIR/moka.lock, as run_job does) when the directory exists or can be
+// made. One that cannot is left unlocked: every save there fails and counts as a failed save
+// (decision 8; Caffe2's test_ckpt_save_failure finishes its job that way). Unlike run_job, the
+// temporary files of killed writers stay: a db_prefix may name a directory shared with other files.
+std::unique_ptr<detail::CheckpointDirLock> lock_checkpoint_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir, ec)) return nullptr;
+  return std::make_unique<detail::CheckpointDirLock>(dir, /*remove_temporaries=*/false);
+}
+
+}  // namespace
+
 int64_t JobRunner::train(Session& session) {
+  // train_epochs() takes the checkpoint directory; it is released when train() returns, after any
+  // background save settled.
+  struct Unlock {
+    std::unique_ptr<detail::CheckpointDirLock>& lock;
+    ~Unlock() { lock.reset(); }
+  } unlock{dir_lock_};
   try {
     return train_epochs(session);
   } catch (...) {
@@ -81,6 +104,7 @@ int64_t JobRunner::train_epochs(Session& session) {
   std::optional<int64_t> resume_from_epoch = options_.resume_from_epoch;
   if (cm) {
     cm->set_params(nodes);
+    if (!nodes.empty()) dir_lock_ = lock_checkpoint_dir(checkpoint_dir());  // one training per directory
     if (options_.resume_latest && !resume_from_epoch) {
       ResumeChoice choice = find_resume_epoch(checkpoint_dir());
       for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));

@@ -21,6 +21,7 @@ class LocalSession;
 class Session;
 namespace detail {
 class BackgroundSave;
+class CheckpointDirLock;
 }
 
 /// Optional arguments of JobRunner (Caffe2's keyword arguments, and moka's save policy).
@@ -65,6 +66,11 @@ struct JobRunnerOptions {
 /// Differences from Caffe2: a failed save (or commit) is an error unless tolerate_save_failures
 /// (decision 8); a job without stop conditions is refused (Caffe2 looped forever); resuming from the
 /// epoch whose stop condition ended the job runs no further epoch (decision 13; Caffe2 ran one more).
+/// One training per checkpoint directory: train() holds `DIR/moka.lock` (the directory of the node
+/// DBs) as run_job does, so a second training there, in this process or another, fails at once with
+/// RuntimeError "checkpoint directory 'D' is in use by another job run (process P holds ...)". A
+/// directory that cannot be made is not locked (its saves fail, decision 8). Unlike run_job, train()
+/// leaves the `.tmp-` files of killed writers alone (a db_prefix may be a directory shared with others).
 /// Thread-safety: one train() at a time per runner.
 class JobRunner {
  public:
@@ -119,6 +125,7 @@ class JobRunner {
   std::optional<CheckpointManifest> verified_;  // the resume epoch's manifest, once verified in train()
   std::string last_save_error_;
   std::vector<int64_t> background_deleted_;  // retention of the background save (its thread writes it)
+  std::unique_ptr<detail::CheckpointDirLock> dir_lock_;  // held while train() runs (before background_)
   std::unique_ptr<detail::BackgroundSave> background_;  // last: destroyed (waited for) first
 };
 

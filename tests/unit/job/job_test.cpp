@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -242,8 +244,54 @@ TEST(CheckpointManager, MetadataHandlerFlow) {
   EXPECT_EQ(runner.train(s3), 2);
   EXPECT_EQ(logged.size(), 3u);
   EXPECT_TRUE(contains(logged.at(0), "Checkpoint files cannot be accessed!"));
-  EXPECT_TRUE(fs::is_empty(dir2.fs_path()));
+  // Nothing but the lock that the training held (see ASecondTrainingOnOneCheckpointDirectoryIsRefused).
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir2.fs_path())) left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"moka.lock"});
   EXPECT_EQ(runner.save_failures(), 0);
+}
+
+// One training per checkpoint directory, as for run_job: a second JobRunner on the directory, started
+// while the first trains (from the first's metadata handler, after epoch 1's save), fails at once.
+TEST(JobRunner, ASecondTrainingOnOneCheckpointDirectoryIsRefused) {
+  struct SecondTraining : RecordingHandler {
+    std::function<void()> on_epoch_1;
+    void write(int64_t epoch) override {
+      RecordingHandler::write(epoch);
+      if (epoch == 1) on_epoch_1();
+    }
+  };
+  TempDir dir;
+  auto handler = std::make_shared<SecondTraining>();
+  bool tried = false;
+  handler->on_epoch_1 = [&] {
+    tried = true;
+    LocalSession other;
+    try {
+      JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(other);
+      ADD_FAILURE() << "two trainings held one checkpoint directory";
+    } catch (const RuntimeError& e) {
+      EXPECT_TRUE(contains(e.what(), fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds",
+                                                 dir.str(), ::getpid())))
+          << e.what();
+    }
+  };
+  LocalSession session;
+  EXPECT_EQ(JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb", handler))
+                .train(session),
+            3);
+  EXPECT_TRUE(tried);
+  // Released when train() returns, and when it fails.
+  LocalSession failed;
+  EXPECT_THROW(JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                         {.resume_from_epoch = 9})
+                   .train(failed),
+               Error);
+  LocalSession resumed;
+  EXPECT_EQ(JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
+                      {.resume_from_epoch = 3})
+                .train(resumed),
+            3);
 }
 
 TEST(JobRunner, ResumeFromMissingCheckpointNamesTheFile) {
