@@ -2,6 +2,7 @@
 // (src/job/background_save.h).
 #include "job/background_save.h"
 
+#include <chrono>
 #include <cstring>
 #include <span>
 #include <string_view>
@@ -55,6 +56,7 @@ struct BackgroundSave::Node : ByteSink {
   Buffers* buffers;
   std::vector<std::pair<std::string, SnapshotValue>> records;
   uint64_t captured = 0;
+  int64_t write_ns = 0;  // set by the writer thread; read after wait()
 };
 
 namespace {
@@ -103,7 +105,11 @@ void BackgroundSave::start(int64_t epoch, const std::string& db_type, std::funct
   taking_.reset();
   epoch_ = epoch;
   pending_ = std::async(std::launch::async, [nodes = writing_, db_type, then = std::move(then)] {
-    for (const Node& n : *nodes) write_node(db_type, n.db_path, n.records);
+    for (Node& n : *nodes) {
+      const auto t0 = std::chrono::steady_clock::now();
+      write_node(db_type, n.db_path, n.records);
+      n.write_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    }
     if (then) then();
   });
 }
@@ -125,7 +131,9 @@ void BackgroundSave::wait() {
       self.writing_.reset();
     }
   } recycle{*this};
+  write_ns_.clear();
   pending_.get();
+  for (const Node& n : *writing_) write_ns_.emplace_back(n.db_path, n.write_ns);
 }
 
 }  // namespace moka::detail

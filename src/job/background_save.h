@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 
@@ -52,6 +53,9 @@ class BackgroundSave {
   void wait();
   /// @brief wait() that drops the save's error (after another failure, or in a destructor).
   void settle() noexcept;
+  /// @brief How long the last save that wait() found successful took to write each DB (DB path →
+  /// ns, open to close, as the foreground save's timed task measures Save); empty after a failure.
+  const std::vector<std::pair<std::string, int64_t>>& write_ns() const noexcept { return write_ns_; }
 
  private:
   struct Node;
@@ -61,6 +65,7 @@ class BackgroundSave {
   std::shared_ptr<std::vector<Node>> writing_;  // the snapshots the save in flight writes
   std::future<void> pending_;
   int64_t epoch_ = 0;
+  std::vector<std::pair<std::string, int64_t>> write_ns_;
 };
 
 }  // namespace moka::detail

@@ -249,6 +249,10 @@ bool CheckpointManager::load_blobs_locally(const std::vector<std::string>& nodes
 void CheckpointManager::report_checkpoint_stats(const std::string& action_name) {
   CheckpointStats stats;
   collect_checkpoint_stats(stats);
+  report_stats(action_name, stats);
+}
+
+void CheckpointManager::report_stats(const std::string& action_name, const CheckpointStats& stats) {
   if (metadata_handler_) metadata_handler_->report(action_name, stats);
 }
 

@@ -260,6 +260,9 @@ void JobRunner::finish_background_save() {
   }
   for (int64_t deleted : background_deleted_) log(fmt::format("retention: deleted checkpoint epoch {}", deleted));
   checkpoint_manager_->write_checkpoint_metadata(epoch);
+  // The foreground save's report, with the writer's own timings (the save group's timed task did not run).
+  const auto& timings = background_->write_ns();
+  checkpoint_manager_->report_stats("checkpoint_save", CheckpointStats(timings.begin(), timings.end()));
 }
 
 void JobRunner::on_save_failure(int64_t epoch, const std::string& what) {

@@ -125,6 +125,10 @@ std::optional<int64_t> MultiNodeCheckpointManager::get_resume_from_epoch_id(std:
 void MultiNodeCheckpointManager::report_checkpoint_stats(const std::string& action_name) {
   CheckpointStats stats;
   for (const auto& [node, m] : node_managers_) m->collect_checkpoint_stats(stats);
+  report_stats(action_name, stats);
+}
+
+void MultiNodeCheckpointManager::report_stats(const std::string& action_name, const CheckpointStats& stats) {
   if (metadata_handler_) metadata_handler_->report(action_name, stats);
 }
 

@@ -62,6 +62,9 @@ class CheckpointManagerBase {
                                   int64_t epoch, Session& session) = 0;
   /// @brief Collects the durations of the last save/load of each node and sends them to the handler.
   virtual void report_checkpoint_stats(const std::string& action_name) = 0;
+  /// @brief Sends stats measured outside the manager's tasks (a background save's write durations,
+  /// ns per DB path) to the handler as action_name.
+  virtual void report_stats(const std::string& action_name, const CheckpointStats& stats) = 0;
   /// @brief Tells the metadata handler that epoch was saved.
   virtual void write_checkpoint_metadata(int64_t epoch) = 0;
   /// @brief The metadata handler's answer, true without one.
@@ -144,6 +147,7 @@ class CheckpointManager : public CheckpointManagerBase {
   bool load_blobs_locally(const std::vector<std::string>& nodes, const std::vector<std::string>& blob_names,
                           int64_t epoch, Session& session) override;
   void report_checkpoint_stats(const std::string& action_name) override;
+  void report_stats(const std::string& action_name, const CheckpointStats& stats) override;
   void write_checkpoint_metadata(int64_t epoch) override;
   bool cp_accessible(std::optional<int64_t> epoch = std::nullopt) override;
   std::vector<std::string> node_names() const override { return {node_name_}; }

@@ -43,9 +43,9 @@ struct JobRunnerOptions {
   /// Snapshot the checkpointed blobs in memory at the end of each epoch and write and commit them
   /// on a thread of their own while the next epoch runs (one save in flight at most; train() waits
   /// for it before the upload group). Needs a LocalSession. A failed background save is reported
-  /// under its own epoch when the next save or the end of training waits for it. The save group's
-  /// timed task does not run, so report_checkpoint_stats gets no save durations; the metadata
-  /// handler and log are called on train()'s thread.
+  /// under its own epoch when the next save or the end of training waits for it. The metadata
+  /// handler gets write(epoch) and report("checkpoint_save", DB path → ns the writer took) once the
+  /// save is done, on train()'s thread, as the log is.
   bool background_save = false;
 };
 

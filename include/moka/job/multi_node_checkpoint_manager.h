@@ -69,6 +69,7 @@ class MultiNodeCheckpointManager : public CheckpointManagerBase {
   bool load_blobs_locally(const std::vector<std::string>& nodes, const std::vector<std::string>& blob_names,
                           int64_t epoch, Session& session) override;
   void report_checkpoint_stats(const std::string& action_name) override;
+  void report_stats(const std::string& action_name, const CheckpointStats& stats) override;
   void write_checkpoint_metadata(int64_t epoch) override;
   bool cp_accessible(std::optional<int64_t> epoch = std::nullopt) override;
   std::vector<std::string> node_names() const override;

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,40 @@ TEST(JobRunnerBackground, WritesTheSameCommittedCheckpointsAsForegroundSaves) {
   EXPECT_EQ(resumed.train(s3), 5);
   EXPECT_EQ(s3.fetch("n", "total").item<int64_t>(), 15);
   EXPECT_TRUE(digests(fg.str()) == digests(bg.str()));
+}
+
+// What the metadata handler hears: write(epoch) and the save's stats, in order.
+struct RecordingHandler : CheckpointMetadataHandler {
+  std::vector<std::string> calls;
+  std::vector<CheckpointStats> saves;
+  void set_params(const std::string&, const std::string&, const std::vector<std::string>&,
+                  const std::optional<std::string>&, const std::optional<std::string>&) override {}
+  std::optional<int64_t> last_epoch(std::optional<int64_t> user_epoch) override { return user_epoch; }
+  void write(int64_t epoch) override { calls.push_back(fmt::format("write({})", epoch)); }
+  void report(const std::string& action, const CheckpointStats& stats) override {
+    calls.push_back(fmt::format("report({})", action));
+    if (action == "checkpoint_save") saves.push_back(stats);
+  }
+  bool cp_accessible(std::optional<int64_t>) override { return true; }
+};
+
+// Background saves report as foreground ones do: write(E), then each node DB's save duration.
+TEST(JobRunnerBackground, ReportsEachSavesDurationToTheMetadataHandler) {
+  BgDir dir;
+  auto handler = std::make_shared<RecordingHandler>();
+  LocalSession session;
+  EXPECT_EQ(JobRunner(weighted_job(2), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb", handler),
+                      {.background_save = true})
+                .train(session),
+            2);
+  EXPECT_EQ(handler->calls, (std::vector<std::string>{"write(0)", "report(checkpoint_save)", "write(1)",
+                                                      "report(checkpoint_save)", "write(2)", "report(checkpoint_save)"}));
+  ASSERT_EQ(handler->saves.size(), 3u);
+  for (std::size_t e = 0; e < 3; ++e) {
+    ASSERT_EQ(handler->saves[e].size(), 1u) << "epoch " << e;
+    EXPECT_EQ(handler->saves[e].begin()->first, dir.str() + fmt::format("/n.{}", e));
+    EXPECT_GT(handler->saves[e].begin()->second, 0) << "epoch " << e;
+  }
 }
 
 TEST(JobRunnerBackground, AFailedSaveIsReportedUnderItsOwnEpoch) {
