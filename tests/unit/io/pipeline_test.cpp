@@ -78,6 +78,48 @@ TEST(Pipe, BuildTimeErrors) {
   });
 }
 
+// A processor that returns no record makes a pipe without a writer: an output or a capacity given
+// with it would be dropped (Caffe2 dropped them silently), so it is refused at build time, on both
+// paths and in pipe_and_output, before the output queue counts the pipe as a writer.
+TEST(Pipe, ProcessorWithoutRecordRefusesOutputAndCapacity) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 3, "pnr");
+  const Processor no_record([](const Field& rec) { ops::Copy(rec["val"]()); }, "no_record");
+  std::shared_ptr<Queue> q = Queue::make(4, {.name = "pnr_q"});
+  TaskGroup tg;
+  with_context(tg, [&, src = src, dst = dst] {
+    const std::string to_dataset =
+        "pipe: the processor \"no_record\" returns no record, so output \"DatasetWriter\" would not be used.";
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .processor = no_record}); }), to_dataset);
+    EXPECT_EQ(invalid_input([&] {
+                pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = no_record});
+              }),
+              to_dataset);
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = q, .processor = no_record}); }),
+              "pipe: the processor \"no_record\" returns no record, so output \"Queue\" would not be used.");
+    const std::string capacity =
+        "pipe: the processor \"no_record\" returns no record, so capacity would not be used.";
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.processor = no_record, .capacity = 5}); }), capacity);
+    EXPECT_EQ(invalid_input([&] {
+                pipe_and_output(src.reader(), {.processor = no_record, .capacity = 5}, {TaskOutput(BlobRef("x"))});
+              }),
+              capacity);
+    // A processor that returns nets only is the same case.
+    const Processor nets_only([](const Field&) { return std::vector<Net>{Net("pnr_nets")}; }, "nets_only");
+    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.processor = nets_only, .capacity = 5}); })
+                  .find("\"nets_only\" returns no record, so capacity would not be used."),
+              std::string::npos);
+  });
+  EXPECT_TRUE(tg.tasks().empty());
+  EXPECT_EQ(q->num_writer_tasks(), 0);
+  // Without output and capacity the pipe is built, with no writer and no queue.
+  TaskGroup fine;
+  ReaderSource none;
+  with_context(fine, [&, src = src] { none = pipe(src.reader(), {.processor = no_record}); });
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(fine.tasks().size(), 1u);
+}
+
 TEST(Pipe, NumThreadsZeroReturnsTheProcessingReader) {
   LocalSession session;
   auto [src, dst] = make_datasets(session, 3, "pz");
