@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <future>
 #include <numeric>
 #include <set>
 
@@ -15,6 +13,7 @@
 #include "moka/ops/blobs_queue.h"
 #include "support/invalid_input.h"
 #include "support/pipe_datasets.h"
+#include "support/run_expect_error.h"
 
 namespace moka {
 namespace {
@@ -22,6 +21,7 @@ namespace {
 namespace ops = moka::ops;
 using moka::testing::invalid_input;
 using moka::testing::make_datasets;
+using moka::testing::run_expect_error;
 using moka::testing::sorted_vals;
 using schema::Field;
 
@@ -288,14 +288,7 @@ TEST(Pipe, ExceptionMidStreamClosesQueuesAndFails) {
                         }, "thrower"), .num_runtime_threads = 2});
     pipe(q, {.output = dst.writer(), .num_runtime_threads = 2});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("processor failed on purpose"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, "processor failed on purpose"));
   auto bq = session.workspace().blob(q->queue().name()).get<BlobsQueuePtr>();
   EXPECT_TRUE(bq->is_closed());
   // The rows that got through before the cancellation reached the other instance: each once.
@@ -324,14 +317,7 @@ TEST(Pipe, ExceptionInTheMiddleStageClosesBothQueues) {
               }, "middle")});
     pipe(q2, {.output = dst.writer()});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("middle stage failed on purpose"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, "middle stage failed on purpose"));
   EXPECT_TRUE(session.workspace().blob(q1->queue().name()).get<BlobsQueuePtr>()->is_closed());
   EXPECT_TRUE(session.workspace().blob(q2->queue().name()).get<BlobsQueuePtr>()->is_closed());
   // Each row at most once downstream, and none of those the middle stage never passed on.
@@ -356,14 +342,7 @@ TEST(Pipe, ReaderOverADatasetWhoseBlobsWereNeverCreatedFailsAtRunTime) {
     pipe(missing.reader(), {.output = q});
     pipe(q, {.output = dst.writer()});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(blobs["val"]().name()), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, blobs["val"]().name()));
   EXPECT_TRUE(sorted_vals(session, dst).empty());
 }
 
