@@ -52,6 +52,11 @@ TEST(Pipe, BuildTimeErrors) {
               std::string::npos);
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.num_threads = -1}); }).find("must be >= 0"),
               std::string::npos);
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.num_runtime_threads = -1}); }),
+              "pipe: num_threads (1) and num_runtime_threads (-1) must be >= 0");
+    EXPECT_NE(
+        invalid_input([&] { pipe_and_output(src.reader(), {.num_runtime_threads = -2}, {}); }).find("must be > 0"),
+        std::string::npos);
     EXPECT_EQ(invalid_input([&] { pipe(ReaderSource(), {}); }), "in must be a reader, queue or stream.");
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 0}); })
                   .find("output must not be given"),
