@@ -1,6 +1,7 @@
 // Unit tests: the defaults and options of pipe(), NetProcessor and the limit readers that no other test
 // pins — the default queue capacity, PipeOptions.group and .name, the default task names, the timer's
-// stat name, NetProcessor's stop_signal and thread_init_nets, and ReaderWithLimit's default num_iter.
+// stat name, NetProcessor's stop_signal and thread_init_nets, ReaderWithLimit's default num_iter and
+// ReaderWithTimeLimit's default duration (no limit).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -177,6 +178,26 @@ TEST(ReaderDefaults, ReaderWithLimitReadsOneBatch) {
   TaskGroup tg([&, dst = dst] { pipe(limited, {.output = dst.writer(), .num_runtime_threads = 2}); });
   session.run(tg);
   EXPECT_EQ(sorted_vals(session, dst), iota(3));
+}
+
+// ReaderWithTimeLimit's duration defaults to 0, as in Caffe2: no limit — no timer is set up, every row is
+// read, and data_finished() says the reader ran out.
+TEST(ReaderDefaults, ReaderWithTimeLimitHasNoLimit) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 50, "prt");
+  Net ti("prt_ti"), te("prt_te");
+  ReaderWithTimeLimit(src.reader({.cursor_name = "prt_c2"})).setup_ex(ti, te);
+  for (const auto& op : ti.proto().op) EXPECT_NE(op.type, "TimerBegin");
+  auto unlimited = std::make_shared<ReaderWithTimeLimit>(src.reader({.batch_size = 3}));
+  PipeAndOutput po;
+  TaskGroup tg([&, dst = dst] {
+    po = pipe_and_output(unlimited, {.output = dst.writer(), .num_runtime_threads = 2},
+                         {TaskOutput(unlimited->data_finished())});
+  });
+  session.run(tg);
+  EXPECT_EQ(sorted_vals(session, dst), iota(50));
+  ASSERT_EQ(po.outputs.size(), 1u);
+  EXPECT_TRUE(po.outputs[0].fetch<bool>());
 }
 
 }  // namespace
