@@ -177,6 +177,9 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
     if (!o.output.empty())
       throw InvalidInput("pipe: with num_threads = 0 no Task is made and the processing reader is returned; "
                          "output must not be given");
+    if (o.capacity)
+      throw InvalidInput("pipe: with num_threads = 0 no Task or queue is made and the processing reader is returned, "
+                         "so capacity would not be used.");
     return PipeBuild{ReaderSource(reader), std::nullopt};
   }
 

@@ -169,8 +169,8 @@ struct PipeOptions {
   Processor processor{};
   /// Task name; default the processor's name, else `pipe_into:<output>`, else `pipe_from:<input>`.
   std::string name{};
-  /// Capacity of the queue made when output is empty (default 100); refused with an output, and
-  /// when the processor returns no record (no queue is made).
+  /// Capacity of the queue made when output is empty (default 100); refused with an output, with
+  /// num_threads or num_runtime_threads = 0, and when the processor returns no record (no queue is made).
   std::optional<int64_t> capacity{};
   TaskGroup* group = nullptr;  ///< default: the active TaskGroup
   /// Task instances (each its own child workspace), the default path.

@@ -61,6 +61,9 @@ TEST(Pipe, BuildTimeErrors) {
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 0}); })
                   .find("output must not be given"),
               std::string::npos);
+    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.capacity = 5, .num_runtime_threads = 0}); })
+                  .find("so capacity would not be used."),
+              std::string::npos);
     EXPECT_NE(invalid_input([&] { pipe_and_output(src.reader(), {.num_threads = 0}, {}); }).find("must be > 0"),
               std::string::npos);
     // A writer whose fields differ from the record's.
