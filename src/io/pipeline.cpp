@@ -128,9 +128,17 @@ struct ThreadNets {
   BlobRef status;
 };
 
-ThreadNets thread_nets(Reader& reader, Net& init_net, Net& exit_net, const std::string& profiler_name,
-                       const std::function<std::shared_ptr<Writer>()>& get_writer) {
+ThreadNets thread_nets(Reader& reader, const PipeOptions& o, Net& init_net, Net& exit_net,
+                       const std::string& profiler_name, const std::function<std::shared_ptr<Writer>()>& get_writer) {
   ReadRecordNets rr = reader.read_record_ex(init_net, exit_net);
+  // No record, no writer: Caffe2 then dropped output and capacity without a word, so records the
+  // user meant to keep went nowhere. Refused before get_writer() registers a writer with output.
+  if (!rr.has_record && (!o.output.empty() || o.capacity)) {
+    const std::string who = o.processor ? fmt::format("the processor \"{}\"", o.processor.name())
+                                        : fmt::format("the reader {}", reader.type_name());
+    const std::string what = o.capacity ? std::string("capacity") : fmt::format("output \"{}\"", o.output.name());
+    throw InvalidInput(fmt::format("pipe: {} returns no record, so {} would not be used.", who, what));
+  }
   // Every run of the instance starts un-stopped.
   const_false_into(init_net, rr.should_stop);
   std::vector<StepOrNet> write_nets;
@@ -169,6 +177,9 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
     if (!o.output.empty())
       throw InvalidInput("pipe: with num_threads = 0 no Task is made and the processing reader is returned; "
                          "output must not be given");
+    if (o.capacity)
+      throw InvalidInput("pipe: with num_threads = 0 no Task or queue is made and the processing reader is returned, "
+                         "so capacity would not be used.");
     return PipeBuild{ReaderSource(reader), std::nullopt};
   }
 
@@ -206,7 +217,7 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
           // (next_scoped_blob) per thread, or every thread would write the same blob. (Caffe2
           // did not; its static threads raced on such blobs.)
           NameScope thread_scope(NetBuilder::current()->name());
-          ThreadNets tn = thread_nets(*reader, init_net, exit_net, profiler_name, get_writer);
+          ThreadNets tn = thread_nets(*reader, o, init_net, exit_net, profiler_name, get_writer);
           ops::net(init_net);
           ops::net(execution_step("body", tn.body, {.should_stop_blob = tn.status}));
           ops::net(tn.timer_end);
@@ -228,7 +239,7 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
                 reader->setup_ex(global_init_net, global_exit_net);
                 Net init_net("pipe:instance:init");
                 Net exit_net("pipe:instance:exit");
-                ThreadNets tn = thread_nets(*reader, init_net, exit_net, profiler_name, [&] {
+                ThreadNets tn = thread_nets(*reader, o, init_net, exit_net, profiler_name, [&] {
                   std::shared_ptr<Writer> writer;
                   std::tie(out_queue, writer) = init_output(o.output, o.capacity, global_init_net, global_exit_net);
                   return writer;

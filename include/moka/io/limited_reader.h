@@ -92,15 +92,16 @@ class ReaderWithLimit final : public ReaderWithLimitBase {
 std::shared_ptr<ReaderWithLimit> CountUntil(std::optional<int64_t> num_iter);
 
 /// @brief Stops reading once duration has passed since the task started (Caffe2's
-/// ReaderWithTimeLimit). The check happens before each read. A zero duration means no limit.
-/// InvalidInput (naming "duration" and its value) for a negative, infinite or NaN duration, or one
-/// whose nanoseconds do not fit int64 (about 292 years).
+/// ReaderWithTimeLimit). The check happens before each read. A zero duration — the default, as in
+/// Caffe2 — means no limit. InvalidInput (naming "duration" and its value) for a negative, infinite or
+/// NaN duration, or one whose nanoseconds do not fit int64 (about 292 years).
 ///
 /// Differs from Caffe2 (decision 4): the limiter's output blob gets an automatic name
 /// (`<net>/GE`) instead of the literal "None"; nothing depended on that name.
 class ReaderWithTimeLimit final : public ReaderWithLimitBase {
  public:
-  ReaderWithTimeLimit(std::shared_ptr<Reader> reader, std::chrono::duration<double> duration);
+  explicit ReaderWithTimeLimit(std::shared_ptr<Reader> reader,
+                               std::chrono::duration<double> duration = std::chrono::duration<double>::zero());
   /// duration in seconds, as Caffe2 takes it.
   ReaderWithTimeLimit(std::shared_ptr<Reader> reader, double duration_seconds)
       : ReaderWithTimeLimit(std::move(reader), std::chrono::duration<double>(duration_seconds)) {}

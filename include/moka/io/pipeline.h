@@ -158,7 +158,8 @@ class ProcessingReader final : public Reader {
 
 /// Optional arguments of pipe() (Caffe2's keyword arguments).
 struct PipeOptions {
-  /// Where records go: a Writer, a Queue, a Dataset; empty: a new Queue of `capacity`.
+  /// Where records go: a Writer, a Queue, a Dataset; empty: a new Queue of `capacity`. Refused when
+  /// the processor returns no record (there is nothing to write).
   WriterSink output{};
   /// > 1: that many static threads in one workspace (Caffe2's deprecated path; each thread's
   /// reader and processor are built under NameScope(<task>/t:<i>), so records made with
@@ -168,7 +169,8 @@ struct PipeOptions {
   Processor processor{};
   /// Task name; default the processor's name, else `pipe_into:<output>`, else `pipe_from:<input>`.
   std::string name{};
-  /// Capacity of the queue made when output is empty (default 100); refused with an output.
+  /// Capacity of the queue made when output is empty (default 100); refused with an output, with
+  /// num_threads or num_runtime_threads = 0, and when the processor returns no record (no queue is made).
   std::optional<int64_t> capacity{};
   TaskGroup* group = nullptr;  ///< default: the active TaskGroup
   /// Task instances (each its own child workspace), the default path.
@@ -195,7 +197,9 @@ struct PipeOptions {
 /// @endcode
 /// Errors (InvalidInput, at build time): "Only one of num_threads or num_runtime_threads must be
 /// set.", "capacity would not be used.", "output must be a reader, queue or stream.", negative
-/// thread counts, capacity <= 0, a writer whose fields differ from the record's.
+/// thread counts, capacity <= 0, a writer whose fields differ from the record's, an output or a
+/// capacity given with a processor that returns no record ("pipe: the processor "<name>" returns no
+/// record, so output "<output>" would not be used.", "... so capacity would not be used.").
 ReaderSource pipe(const ReaderSource& input, const PipeOptions& options = {});
 
 /// What pipe_and_output returns.

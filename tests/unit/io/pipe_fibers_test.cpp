@@ -17,6 +17,7 @@
 #include "moka/ops/blobs_queue.h"
 #include "support/one_cpu.h"
 #include "support/pipe_datasets.h"
+#include "support/run_expect_error.h"
 #include "../../../src/exec/usable_cpus.h"
 
 namespace moka {
@@ -25,6 +26,7 @@ namespace {
 namespace ops = moka::ops;
 using schema::Field;
 using moka::testing::make_datasets;
+using moka::testing::run_expect_error;
 using moka::testing::vals;
 
 // Threads the fiber-safe test operators ran on, and how many times they ran.
@@ -137,14 +139,7 @@ TEST(PipeOnFibers, ErrorMidStreamEndsTheRunAndClosesTheQueue) {
     pipe(src.reader(), {.output = q, .processor = copy_processor("thrower"), .num_runtime_threads = 2});
     pipe(q, {.output = dst.writer(), .num_runtime_threads = 2});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("FiberSafeCopy failed on purpose"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, "FiberSafeCopy failed on purpose"));
   EXPECT_TRUE(session.workspace().blob(q->queue().name()).get<BlobsQueuePtr>()->is_closed());
   const std::vector<int64_t> got = vals(session, dst);
   EXPECT_EQ(std::set<int64_t>(got.begin(), got.end()).size(), got.size()) << "a row written twice";

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <future>
 #include <numeric>
 #include <set>
 
@@ -15,6 +13,7 @@
 #include "moka/ops/blobs_queue.h"
 #include "support/invalid_input.h"
 #include "support/pipe_datasets.h"
+#include "support/run_expect_error.h"
 
 namespace moka {
 namespace {
@@ -22,6 +21,7 @@ namespace {
 namespace ops = moka::ops;
 using moka::testing::invalid_input;
 using moka::testing::make_datasets;
+using moka::testing::run_expect_error;
 using moka::testing::sorted_vals;
 using schema::Field;
 
@@ -52,9 +52,17 @@ TEST(Pipe, BuildTimeErrors) {
               std::string::npos);
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.num_threads = -1}); }).find("must be >= 0"),
               std::string::npos);
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.num_runtime_threads = -1}); }),
+              "pipe: num_threads (1) and num_runtime_threads (-1) must be >= 0");
+    EXPECT_NE(
+        invalid_input([&] { pipe_and_output(src.reader(), {.num_runtime_threads = -2}, {}); }).find("must be > 0"),
+        std::string::npos);
     EXPECT_EQ(invalid_input([&] { pipe(ReaderSource(), {}); }), "in must be a reader, queue or stream.");
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 0}); })
                   .find("output must not be given"),
+              std::string::npos);
+    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.capacity = 5, .num_runtime_threads = 0}); })
+                  .find("so capacity would not be used."),
               std::string::npos);
     EXPECT_NE(invalid_input([&] { pipe_and_output(src.reader(), {.num_threads = 0}, {}); }).find("must be > 0"),
               std::string::npos);
@@ -76,6 +84,48 @@ TEST(Pipe, BuildTimeErrors) {
               }).find("Cannot both use `ops` syntax and return a list of nets."),
               std::string::npos);
   });
+}
+
+// A processor that returns no record makes a pipe without a writer: an output or a capacity given
+// with it would be dropped (Caffe2 dropped them silently), so it is refused at build time, on both
+// paths and in pipe_and_output, before the output queue counts the pipe as a writer.
+TEST(Pipe, ProcessorWithoutRecordRefusesOutputAndCapacity) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 3, "pnr");
+  const Processor no_record([](const Field& rec) { ops::Copy(rec["val"]()); }, "no_record");
+  std::shared_ptr<Queue> q = Queue::make(4, {.name = "pnr_q"});
+  TaskGroup tg;
+  with_context(tg, [&, src = src, dst = dst] {
+    const std::string to_dataset =
+        "pipe: the processor \"no_record\" returns no record, so output \"DatasetWriter\" would not be used.";
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .processor = no_record}); }), to_dataset);
+    EXPECT_EQ(invalid_input([&] {
+                pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = no_record});
+              }),
+              to_dataset);
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = q, .processor = no_record}); }),
+              "pipe: the processor \"no_record\" returns no record, so output \"Queue\" would not be used.");
+    const std::string capacity =
+        "pipe: the processor \"no_record\" returns no record, so capacity would not be used.";
+    EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.processor = no_record, .capacity = 5}); }), capacity);
+    EXPECT_EQ(invalid_input([&] {
+                pipe_and_output(src.reader(), {.processor = no_record, .capacity = 5}, {TaskOutput(BlobRef("x"))});
+              }),
+              capacity);
+    // A processor that returns nets only is the same case.
+    const Processor nets_only([](const Field&) { return std::vector<Net>{Net("pnr_nets")}; }, "nets_only");
+    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.processor = nets_only, .capacity = 5}); })
+                  .find("\"nets_only\" returns no record, so capacity would not be used."),
+              std::string::npos);
+  });
+  EXPECT_TRUE(tg.tasks().empty());
+  EXPECT_EQ(q->num_writer_tasks(), 0);
+  // Without output and capacity the pipe is built, with no writer and no queue.
+  TaskGroup fine;
+  ReaderSource none;
+  with_context(fine, [&, src = src] { none = pipe(src.reader(), {.processor = no_record}); });
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(fine.tasks().size(), 1u);
 }
 
 TEST(Pipe, NumThreadsZeroReturnsTheProcessingReader) {
@@ -246,14 +296,7 @@ TEST(Pipe, ExceptionMidStreamClosesQueuesAndFails) {
                         }, "thrower"), .num_runtime_threads = 2});
     pipe(q, {.output = dst.writer(), .num_runtime_threads = 2});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("processor failed on purpose"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, "processor failed on purpose"));
   auto bq = session.workspace().blob(q->queue().name()).get<BlobsQueuePtr>();
   EXPECT_TRUE(bq->is_closed());
   // The rows that got through before the cancellation reached the other instance: each once.
@@ -282,14 +325,7 @@ TEST(Pipe, ExceptionInTheMiddleStageClosesBothQueues) {
               }, "middle")});
     pipe(q2, {.output = dst.writer()});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("middle stage failed on purpose"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, "middle stage failed on purpose"));
   EXPECT_TRUE(session.workspace().blob(q1->queue().name()).get<BlobsQueuePtr>()->is_closed());
   EXPECT_TRUE(session.workspace().blob(q2->queue().name()).get<BlobsQueuePtr>()->is_closed());
   // Each row at most once downstream, and none of those the middle stage never passed on.
@@ -314,14 +350,7 @@ TEST(Pipe, ReaderOverADatasetWhoseBlobsWereNeverCreatedFailsAtRunTime) {
     pipe(missing.reader(), {.output = q});
     pipe(q, {.output = dst.writer()});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the run hangs";
-  try {
-    run.get();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(blobs["val"]().name()), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(run_expect_error(session, tg, blobs["val"]().name()));
   EXPECT_TRUE(sorted_vals(session, dst).empty());
 }
 

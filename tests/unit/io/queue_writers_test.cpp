@@ -16,13 +16,14 @@
 #include "moka/ops/blobs_queue.h"
 #include "support/invalid_input.h"
 #include "support/pipe_datasets.h"
+#include "support/run_expect_error.h"
 
 namespace moka {
 namespace {
 
 namespace ops = moka::ops;
-using moka::testing::error_of;
 using moka::testing::invalid_input;
+using moka::testing::run_expect_error;
 using moka::testing::sorted_vals;
 using schema::Field;
 
@@ -167,9 +168,7 @@ TEST(QueueWriters, FailingWriterStillEndsWithTheQueueClosed) {
                         }, "thrower")});
     pipe(q, {.output = dst.writer(), .name = "qwf_read"});
   });
-  auto run = std::async(std::launch::async, [&] { session.run(tg); });
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the run hangs";
-  EXPECT_NE(error_of([&] { run.get(); }).find("writer failed on purpose"), std::string::npos);
+  EXPECT_TRUE(run_expect_error(session, tg, "writer failed on purpose", std::chrono::seconds(60)));
   EXPECT_TRUE(session.workspace().blob(q->queue().name()).get<BlobsQueuePtr>()->is_closed());
 }
 

@@ -1,7 +1,9 @@
 // Unit tests: readers and writers — the nets they generate (setup, read, limits, composite, queue,
-// dataset), their build-time errors, and small runs (CountUntil, Reader::execution_step, PipedReaderBuilder).
+// dataset), their build-time errors, small runs (CountUntil, Reader::execution_step, PipedReaderBuilder),
+// and CompositeReaderBuilder (the limiter reaches its last builder only; overlapping values; no reader).
 #include <gtest/gtest.h>
 
+#include <any>
 #include <numeric>
 
 #include "moka/moka.h"
@@ -286,6 +288,66 @@ TEST(PipedReaderBuilder, PipesNewReaders) {
   // Composite builder: overlapping data_finished values are refused.
   CompositeReaderBuilder composite({"a", "b"}, {std::make_shared<Builder>(ds), std::make_shared<Builder>(ds)});
   EXPECT_NE(invalid_input([&] { composite.setup({}); }).find("Overlapping keys: ds"), std::string::npos);
+}
+
+// A builder of one dataset's readers that records what its setup() was given; its data_finished map is
+// {key: finished}. With no_reader its new_reader() returns nothing.
+struct RecordingBuilder final : ReaderBuilder {
+  Dataset ds;
+  std::string key;
+  BlobRef finished;
+  bool no_reader = false;
+  std::any limiter;
+  std::size_t extra = 0;
+  RecordingBuilder(Dataset d, std::string k, BlobRef f, bool none = false)
+      : ds(std::move(d)), key(std::move(k)), finished(std::move(f)), no_reader(none) {}
+  Field schema() const override { return ds.content().clone_schema(); }
+  DataFinishedMap setup(const ReaderBuilderArgs& args) override {
+    limiter = args.limiter;
+    extra = args.extra.size();
+    return {{key, finished}};
+  }
+  ReaderSource new_reader(const ReaderBuilderArgs&) override { return no_reader ? ReaderSource() : ReaderSource(ds); }
+};
+
+// CompositeReaderBuilder::setup passes the limiter to its last builder only (Caffe2 popped it from the
+// kwargs and gave it to the last); every other argument reaches every builder.
+TEST(CompositeReaderBuilder, LimiterGoesToTheLastBuilderOnly) {
+  Net init("crbl_init");
+  Dataset a = const_dataset(init, 3, "crbla"), b = const_dataset(init, 3, "crblb"), c = const_dataset(init, 3, "crblc");
+  auto ba = std::make_shared<RecordingBuilder>(a, "a", "crbl_a_finished");
+  auto bb = std::make_shared<RecordingBuilder>(b, "b", "crbl_b_finished");
+  auto bc = std::make_shared<RecordingBuilder>(c, "c", "crbl_c_finished");
+  CompositeReaderBuilder composite({"a", "b", "c"}, {ba, bb, bc});
+  ReaderBuilderArgs args;
+  args.limiter = 7;
+  args.extra["k"] = 1;
+  const DataFinishedMap merged = composite.setup(args);
+  EXPECT_FALSE(ba->limiter.has_value());
+  EXPECT_FALSE(bb->limiter.has_value());
+  ASSERT_TRUE(bc->limiter.has_value());
+  EXPECT_EQ(std::any_cast<int>(bc->limiter), 7);
+  EXPECT_EQ(ba->extra, 1u);
+  EXPECT_EQ(bb->extra, 1u);
+  EXPECT_EQ(bc->extra, 1u);
+  EXPECT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged.at("c").name(), "crbl_c_finished");
+  ReaderSource reader = composite.new_reader(args);
+  EXPECT_EQ(reader.name(), "CompositeReader");
+  EXPECT_EQ(reader.reader()->schema().field_names(), (std::vector<std::string>{"a:val", "b:val", "c:val"}));
+}
+
+// Caffe2's other two corner errors: two builders whose data_finished maps name the same blob, and a
+// builder whose new_reader gives no reader.
+TEST(CompositeReaderBuilder, OverlappingValuesAndNoReader) {
+  Net init("crbe_init");
+  Dataset a = const_dataset(init, 3, "crbea"), b = const_dataset(init, 3, "crbeb");
+  CompositeReaderBuilder same_blob({"a", "b"}, {std::make_shared<RecordingBuilder>(a, "a", "crbe_finished"),
+                                                std::make_shared<RecordingBuilder>(b, "b", "crbe_finished")});
+  EXPECT_EQ(invalid_input([&] { same_blob.setup({}); }), "Overlapping values: crbe_finished");
+  CompositeReaderBuilder no_reader({"a", "b"}, {std::make_shared<RecordingBuilder>(a, "a", "crbe_a_finished"),
+                                                std::make_shared<RecordingBuilder>(b, "b", "crbe_b_finished", true)});
+  EXPECT_EQ(invalid_input([&] { no_reader.new_reader({}); }), "reader must be an instance of Reader or Pipe");
 }
 
 }  // namespace

@@ -261,11 +261,30 @@ TEST(QueueOps, NumBlobsMismatchNamesTheOperator) {
   EXPECT_EQ(queue_of(ws, "q").size(), 0u);  // nothing moved
 }
 
+// Every queue operator names the input that holds something else than a queue, and moves nothing.
 TEST(QueueOps, InputThatIsNotAQueueIsATypeError) {
   Workspace ws;
   feed(ws, "q", Tensor::scalar<int64_t>(1));
   expect_error<TypeError>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}); }, {"q"});
   expect_error<TypeError>([&] { run_op(ws, "CloseBlobsQueue", {"q"}, {}); }, {"q"});
+  feed(ws, "a", Tensor::scalar<int64_t>(5));
+  expect_error<TypeError>([&] { run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}); },
+                          {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>([&] { run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}); },
+                          {"input 0 (\"q\") holds", "expected"});
+  EXPECT_EQ(fetch(ws, "a").item<int64_t>(), 5);  // not moved
+  expect_error<TypeError>([&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}); },
+                          {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>([&] { run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"}); },
+                          {"input 0 (\"q\") holds", "expected"});
+  // The second of two queues (the weights pick it).
+  create_queue(ws, "real", 1);
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "WeightedSampleDequeueBlobs", {"real", "q"}, {"x", "s"},
+               {make_arg("weights", std::vector<double>{0.0, 1.0})});
+      },
+      {"input 1 (\"q\") holds", "expected"});
 }
 
 TEST(QueueOps, SafeEnqueueStatus) {
