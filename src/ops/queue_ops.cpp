@@ -244,7 +244,8 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     // field. Scratch blobs are swapped back into the queue by the next read, so their storage is
     // recycled rather than reallocated.
     rec_ptrs_.resize(n);
-    const auto start = std::chrono::steady_clock::now();
+    // The clock is read only when a timeout needs it (one read per batch otherwise wasted).
+    const auto start = timeout_secs_ > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const auto max_records = static_cast<uint64_t>(num_records_);
     std::size_t got = 0;
     bool timed_out = false;
