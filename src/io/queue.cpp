@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "moka/build/net_builder.h"
 #include "moka/core/error.h"
@@ -36,13 +37,13 @@ class QueueWriter final : public Writer {
     }
     queue_->new_writer(schema(), local_init_net);
     Net enqueue_net("enqueue");
-    enqueue(enqueue_net, queue_->queue(), fields, status);
+    enqueue(enqueue_net, queue_->queue(), fields, status, queue_->timeout_secs());
     return {enqueue_net};
   }
 
   void write(Net& net, const std::vector<BlobRef>& fields) override {
     queue_->check_writer_fields(schema(), fields.size());
-    enqueue(net, queue_->queue(), fields);
+    enqueue(net, queue_->queue(), fields, std::nullopt, queue_->timeout_secs());
   }
 
   std::string type_name() const override { return "QueueWriter"; }
@@ -68,14 +69,14 @@ class QueueReader final : public Reader {
     Net dequeue_net("dequeue");
     const auto names = schema().field_names();
     DequeueOutput out = dequeue(dequeue_net, queue_->queue(), static_cast<int64_t>(names.size()), std::nullopt, names,
-                                num_dequeue_records_);
+                                num_dequeue_records_, queue_->timeout_secs());
     return ReadNets{{dequeue_net}, out.status, out.fields};
   }
 
   ReadOutput read(Net& net) override {
     const auto names = schema().field_names();
     DequeueOutput out = dequeue(net, queue_->queue(), static_cast<int64_t>(names.size()), std::nullopt, names,
-                                num_dequeue_records_);
+                                num_dequeue_records_, queue_->timeout_secs());
     return ReadOutput{out.status, out.fields};
   }
 
@@ -89,10 +90,16 @@ class QueueReader final : public Reader {
 }  // namespace
 
 Queue::Queue(int64_t capacity, const QueueOptions& options)
-    : Pipe(options.schema, kLocalSetup), capacity_(capacity), num_dequeue_records_(options.num_dequeue_records) {
+    : Pipe(options.schema, kLocalSetup),
+      capacity_(capacity),
+      num_dequeue_records_(options.num_dequeue_records),
+      timeout_secs_(options.timeout_secs) {
   if (capacity_ <= 0) throw InvalidInput(fmt::format("Queue: capacity must be > 0, got {}", capacity_));
   if (num_dequeue_records_ <= 0)
     throw InvalidInput(fmt::format("Queue: num_dequeue_records must be > 0, got {}", num_dequeue_records_));
+  if (!std::isfinite(timeout_secs_) || timeout_secs_ < 0)
+    throw InvalidInput(fmt::format("Queue: timeout_secs must be a finite number >= 0 (0 waits for ever), got {}",
+                                   timeout_secs_));
   // A unique blob name: the net name is made unique in the process (queue, queue_1, ...).
   Net net(options.name.empty() ? std::string("queue") : options.name);
   queue_ = net.add_external_input(net.next_name("handler"));
@@ -156,7 +163,19 @@ void Queue::check_writer_fields(const std::optional<schema::Field>& writer_schem
   }
 }
 
-BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs, std::optional<BlobRef> status) {
+namespace {
+
+// The operators' timeout_secs argument, given only when there is a timeout.
+std::vector<Arg> timeout_arg(double timeout_secs) {
+  std::vector<Arg> args;
+  if (timeout_secs > 0) args.emplace_back("timeout_secs", timeout_secs);
+  return args;
+}
+
+}  // namespace
+
+BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs, std::optional<BlobRef> status,
+                double timeout_secs) {
   const BlobRef st = status ? *status : net.next_name("status");
   // Enqueueing moves the data into the queue: a blob listed twice would be moved twice.
   std::vector<BlobRef> queue_blobs;
@@ -170,11 +189,11 @@ BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blob
   inputs.insert(inputs.end(), queue_blobs.begin(), queue_blobs.end());
   std::vector<BlobRef> outputs = queue_blobs;
   outputs.push_back(st);
-  return net.op("SafeEnqueueBlobs", inputs, outputs).back();
+  return net.op("SafeEnqueueBlobs", inputs, outputs, timeout_arg(timeout_secs)).back();
 }
 
 DequeueOutput dequeue(Net& net, const BlobRef& queue, int64_t num_blobs, std::optional<BlobRef> status,
-                      const std::vector<std::string>& field_names, int64_t num_records) {
+                      const std::vector<std::string>& field_names, int64_t num_records, double timeout_secs) {
   if (num_records <= 0) throw InvalidInput(fmt::format("dequeue: num_records must be > 0, got {}", num_records));
   std::vector<BlobRef> outputs;
   if (!field_names.empty()) {
@@ -186,7 +205,9 @@ DequeueOutput dequeue(Net& net, const BlobRef& queue, int64_t num_blobs, std::op
   }
   const BlobRef st = status ? *status : net.next_name("status");
   outputs.push_back(st);
-  BlobRefs results = net.op("SafeDequeueBlobs", {queue}, outputs, {{"num_records", num_records}});
+  std::vector<Arg> args = timeout_arg(timeout_secs);
+  args.emplace_back("num_records", num_records);
+  BlobRefs results = net.op("SafeDequeueBlobs", {queue}, outputs, args);
   DequeueOutput out;
   out.fields.assign(results.begin(), results.end() - 1);
   out.status = results.back();

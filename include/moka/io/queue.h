@@ -18,6 +18,10 @@ struct QueueOptions {
   std::optional<schema::Field> schema{};  ///< default: adopted from the first writer
   std::string name = "queue";
   int64_t num_dequeue_records = 1;        ///< records per read (SafeDequeueBlobs num_records, > 0)
+  /// Seconds a pipe's read or write may wait on the queue before the run fails with RuntimeError
+  /// naming the operator and the queue (the operators' `timeout_secs`; one deadline per batch of
+  /// num_dequeue_records); 0, the default, waits until the queue is ready, closed or cancelled.
+  double timeout_secs = 0;
 };
 
 /// @brief A bounded queue of records between pipes (Caffe2's `queue_util.Queue`).
@@ -37,7 +41,7 @@ struct QueueOptions {
 /// Thread-safety: build-time object (the queue itself is thread-safe at run time).
 class Queue final : public Pipe {
  public:
-  /// InvalidInput when capacity <= 0 or num_dequeue_records <= 0.
+  /// InvalidInput when capacity <= 0, num_dequeue_records <= 0, or timeout_secs is negative, infinite or NaN.
   Queue(int64_t capacity, const QueueOptions& options = {});
   static std::shared_ptr<Queue> make(int64_t capacity, const QueueOptions& options = {}) {
     return std::make_shared<Queue>(capacity, options);
@@ -47,6 +51,7 @@ class Queue final : public Pipe {
   const BlobRef& queue() const { return queue_; }
   int64_t capacity() const { return capacity_; }
   int64_t num_dequeue_records() const { return num_dequeue_records_; }
+  double timeout_secs() const { return timeout_secs_; }
   /// A reader; InvalidInput "Queue needs a schema in order to be read from." without a schema.
   std::shared_ptr<Reader> reader() override;
   std::shared_ptr<Writer> writer() override;
@@ -76,6 +81,7 @@ class Queue final : public Pipe {
  private:
   int64_t capacity_;
   int64_t num_dequeue_records_;
+  double timeout_secs_;
   BlobRef queue_;
   BlobRef writers_left_;
   int64_t num_writer_tasks_ = 0;
@@ -84,9 +90,10 @@ class Queue final : public Pipe {
 
 /// @brief Emits `SafeEnqueueBlobs([queue] + blobs, blobs + [status])` into net (Caffe2's
 /// `queue_util.enqueue`); a blob listed twice is copied first. Returns the status blob (true when
-/// the queue was closed). Without status: `net.next_name("status")`.
+/// the queue was closed). Without status: `net.next_name("status")`. timeout_secs > 0 becomes the
+/// operator's `timeout_secs`.
 BlobRef enqueue(Net& net, const BlobRef& queue, const std::vector<BlobRef>& blobs,
-                std::optional<BlobRef> status = std::nullopt);
+                std::optional<BlobRef> status = std::nullopt, double timeout_secs = 0);
 
 /// What dequeue() emits.
 struct DequeueOutput {
@@ -96,8 +103,10 @@ struct DequeueOutput {
 
 /// @brief Emits `SafeDequeueBlobs(queue) -> fields + [status]` (Caffe2's `queue_util.dequeue`):
 /// field blobs `net.next_name(field_name)` (or `data:i`), status true when the queue is closed
-/// and empty. num_records > 1 concatenates up to that many records.
+/// and empty. num_records > 1 concatenates up to that many records. timeout_secs > 0 becomes the
+/// operator's `timeout_secs`.
 DequeueOutput dequeue(Net& net, const BlobRef& queue, int64_t num_blobs, std::optional<BlobRef> status = std::nullopt,
-                      const std::vector<std::string>& field_names = {}, int64_t num_records = 1);
+                      const std::vector<std::string>& field_names = {}, int64_t num_records = 1,
+                      double timeout_secs = 0);
 
 }  // namespace moka
