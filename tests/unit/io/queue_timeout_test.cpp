@@ -31,7 +31,7 @@ TEST(QueueTimeout, BadTimeoutsAreRefused) {
     const std::string what = invalid_input([&] { Queue::make(4, {.timeout_secs = bad}); });
     EXPECT_NE(what.find("Queue: timeout_secs must be a finite number >= 0"), std::string::npos) << what;
   }
-  EXPECT_EQ(Queue::make(4).timeout_secs(), 0);
+  EXPECT_EQ(Queue::make(4)->timeout_secs(), 0);
 }
 
 TEST(QueueTimeout, AReaderNobodyWritesToFailsAfterTheTimeout) {
