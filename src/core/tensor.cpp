@@ -95,7 +95,7 @@ void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_
   numel_ = n;
 }
 
-void Tensor::resize_dim0(int64_t rows, bool zero_new) {
+void Tensor::resize_dim0_slow(int64_t rows, bool zero_new) {
   if (!defined() || shape_.empty())
     throw TypeError(fmt::format("cannot change dimension 0 of a {} tensor", describe()));
   if (rows < 0) throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows", describe(), rows));
@@ -115,11 +115,15 @@ void Tensor::resize_dim0(int64_t rows, bool zero_new) {
     if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(es))
       throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows: too large", describe(), rows));
     const std::size_t need = static_cast<std::size_t>(n) * es;
-    if (need > bytes_.capacity()) bytes_.reserve(std::max(need, bytes_.capacity() + bytes_.capacity() / 2));
     if (bytes_.size() < need) {
+      // The size grows with the capacity, so the next appends find their rows already there (the
+      // inline path of resize_dim0); what lies past the new rows is zeroed, as fresh storage is.
+      if (need > bytes_.capacity()) bytes_.reserve(std::max(need, bytes_.capacity() + bytes_.capacity() / 2));
       const std::size_t old = bytes_.size();
-      bytes_.resize(need);
-      if (zero_new) std::memset(bytes_.data() + old, 0, need - old);
+      const std::size_t grown = bytes_.capacity();
+      bytes_.resize(grown);
+      const std::size_t zero_from = zero_new ? old : need;
+      std::memset(bytes_.data() + zero_from, 0, grown - zero_from);
     }
   }
   shape_[0] = rows;

@@ -130,7 +130,17 @@ class Tensor {
   /// where the storage grows (rows a shrink dropped come back with their old values), except with
   /// zero_new = false, for callers that write every new row before anything reads it (appends),
   /// which saves a pass over them.
-  void resize_dim0(int64_t rows, bool zero_new = true);
+  void resize_dim0(int64_t rows, bool zero_new = true) {
+    // Steady state of appending to a vector: its storage already holds the rows (it grows by half
+    // at a time, see resize_dim0_slow), so only the shape changes.
+    if (shape_.size() == 1 && rows >= 0 && rows < (int64_t{1} << 56) &&
+        static_cast<std::size_t>(rows) * dtype_size(dtype_) <= bytes_.size() && dtype_size(dtype_) != 0) {
+      shape_[0] = rows;
+      numel_ = rows;
+      return;
+    }
+    resize_dim0_slow(rows, zero_new);
+  }
 
   template <class T>
   T* mutable_data() {
@@ -173,6 +183,7 @@ class Tensor {
 
  private:
   void resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_new = true);
+  void resize_dim0_slow(int64_t rows, bool zero_new);
   // An element loop, not std::equal: that becomes a memcmp call, which costs more than the
   // one or two dimensions of a typical batch (resize runs once per operator per batch).
   bool same_shape(std::span<const int64_t> shape) const noexcept {
@@ -197,8 +208,10 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> shape_{0};
   int64_t numel_ = 0;
-  std::vector<std::byte, detail::StorageAllocator<std::byte>> bytes_;  // never shrinks; grows zero-filled
-                                                                       // except by resize_for_overwrite
+  // Never shrinks; grows zero-filled except by resize_for_overwrite and over the rows that
+  // resize_dim0(…, zero_new = false) adds. Its size may exceed nbytes(): resize_dim0 grows it by
+  // half at a time, and bytes past nbytes() are zero or values a shrink left.
+  std::vector<std::byte, detail::StorageAllocator<std::byte>> bytes_;
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 

@@ -199,6 +199,52 @@ TEST(Tensor, AppendingRowsThroughReallocationsKeepsEveryRow) {
   EXPECT_EQ(t, Tensor::vector<int64_t>({0, 0, 0}));
 }
 
+// resize_dim0 grows the storage by half at a time (appends then only change the shape); what the
+// growth adds past the requested rows must read as zero, even when the rows themselves are left
+// unwritten (zero_new = false), and a multi-dimensional tensor keeps whole rows.
+TEST(Tensor, ResizeDim0GrowthZeroesWhatLiesPastTheRows) {
+  Tensor t(DType::Float, {0});
+  for (int64_t r = 0; r < 1000; ++r) {
+    t.resize_dim0(r + 1, /*zero_new=*/false);
+    t.mutable_data<float>()[r] = static_cast<float>(r);
+    ASSERT_EQ(t.numel(), r + 1);
+    ASSERT_EQ(t.nbytes(), static_cast<std::size_t>(r + 1) * sizeof(float));
+  }
+  t.resize_dim0(1500);  // past every row written so far, possibly within the grown storage
+  for (int64_t r = 0; r < 1000; ++r) ASSERT_EQ(t.data<float>()[r], static_cast<float>(r)) << "row " << r;
+  for (int64_t r = 1000; r < 1500; ++r) ASSERT_EQ(t.data<float>()[r], 0.0f) << "row " << r;
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{1500}));
+
+  Tensor m(DType::Int32, {0, 3});
+  for (int64_t r = 0; r < 50; ++r) {
+    m.resize_dim0(r + 1, /*zero_new=*/false);
+    for (int64_t k = 0; k < 3; ++k) m.mutable_data<int32_t>()[r * 3 + k] = static_cast<int32_t>(r * 10 + k);
+  }
+  m.resize_dim0(60);
+  EXPECT_EQ(m.shape(), (std::vector<int64_t>{60, 3}));
+  for (int64_t r = 0; r < 50; ++r)
+    for (int64_t k = 0; k < 3; ++k) ASSERT_EQ(m.data<int32_t>()[r * 3 + k], r * 10 + k);
+  for (int64_t i = 150; i < 180; ++i) ASSERT_EQ(m.data<int32_t>()[i], 0) << "element " << i;
+  // The copy holds exactly the rows, not the spare storage.
+  const Tensor c = m;
+  EXPECT_EQ(c, m);
+  EXPECT_EQ(c.nbytes(), 180 * sizeof(int32_t));
+}
+
+TEST(Tensor, ResizeDim0RejectsBadRequestsOnTheFastPathToo) {
+  Tensor t(DType::Float, {8});
+  EXPECT_THROW(t.resize_dim0(-1), InvalidInput);
+  EXPECT_THROW(t.resize_dim0(std::numeric_limits<int64_t>::max()), InvalidInput);
+  EXPECT_EQ(t.numel(), 8);
+  Tensor scalar = Tensor::scalar<float>(1.0f);
+  EXPECT_THROW(scalar.resize_dim0(2), TypeError);
+  Tensor undefined;
+  EXPECT_THROW(undefined.resize_dim0(1), TypeError);
+  Tensor s = Tensor::vector<std::string>({"a"});
+  s.resize_dim0(3);
+  EXPECT_EQ(s.data<std::string>()[2], "");
+}
+
 TEST(Tensor, ResizeLikeCopiesDTypeAndShape) {
   Tensor a(DType::Double, {3, 1, 2});
   Tensor b;
