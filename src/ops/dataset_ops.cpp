@@ -28,13 +28,18 @@ std::string input_desc(const OperatorBase& op, std::size_t i) {
   return fmt::format("input {} (\"{}\")", i, op.input_name(i));
 }
 
-// Input i as a filled tensor; the TypeError names the operator (unit tests run operators outside nets).
-const Tensor& tensor_input(const OperatorBase& op, std::size_t i) {
+[[noreturn]] void throw_not_a_filled_tensor(const OperatorBase& op, std::size_t i) {
   const Blob& b = op.input_blob(i);
-  const Tensor* t = b.tensor_or_null();
-  if (t != nullptr && t->defined()) return *t;
-  if (t != nullptr) throw TypeError(fmt::format("{}: {} is a tensor that was never filled", op.type(), input_desc(op, i)));
+  if (b.tensor_or_null() != nullptr)
+    throw TypeError(fmt::format("{}: {} is a tensor that was never filled", op.type(), input_desc(op, i)));
   throw TypeError(fmt::format("{}: {} holds {}, expected a tensor", op.type(), input_desc(op, i), b.type_name()));
+}
+
+// Input i as a filled tensor; the TypeError names the operator (unit tests run operators outside nets).
+inline const Tensor& tensor_input(const OperatorBase& op, std::size_t i) {
+  const Tensor* t = op.input_blob(i).tensor_or_null();
+  if (t != nullptr && t->defined()) [[likely]] return *t;
+  throw_not_a_filled_tensor(op, i);
 }
 
 template <class T>

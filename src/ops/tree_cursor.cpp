@@ -1,6 +1,8 @@
 // DatasetTree: parsing field names into nested domains and advancing offsets; TreeCursor's position.
 #include "moka/ops/tree_cursor.h"
 
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include <algorithm>
