@@ -253,6 +253,7 @@ class JobRun {
                                                           nodes_.node(node), blob_lists_.at(node));
         }
         report.background = true;
+        background_bytes_ = report.checkpoint_bytes;
         background_.start(epoch, opt_.db_type, [this, epoch, stop = report.stop] { commit(epoch, stop); });
       } else {
         for (const auto& node : ckpt_nodes_) {
@@ -283,13 +284,32 @@ class JobRun {
     result_.deleted_epochs.insert(result_.deleted_epochs.end(), deleted.begin(), deleted.end());
   }
 
+  // Waits for the save in flight, if any, and reports it to on_checkpoint_written (outside the try:
+  // an exception of the callback is not a failed save).
   void wait_for_background_save() {
     if (!background_.in_flight()) return;
+    CheckpointWritten written{.epoch = background_.epoch(), .bytes = background_bytes_};
     try {
       background_.wait();
+      for (const auto& [db, ns] : background_.write_ns()) {
+        const double seconds = static_cast<double>(ns) / 1e9;
+        written.write_seconds += seconds;
+        written.node_write_seconds.emplace_back(node_of_db(written.epoch, db), seconds);
+      }
     } catch (const Error& e) {
-      on_save_failure(background_.epoch(), e.what());
+      on_save_failure(written.epoch, e.what());  // throws unless tolerated
+      written.ok = false;
+      written.error = result_.save_errors.back();
     }
+    if (opt_.on_checkpoint_written) opt_.on_checkpoint_written(written);
+  }
+
+  // The checkpointed node whose DB of `epoch` is `db` (the path itself should none match).
+  std::string node_of_db(int64_t epoch, const std::string& db) const {
+    for (const auto& node : ckpt_nodes_) {
+      if (node_db_path(opt_.checkpoint_dir, node, epoch) == db) return node;
+    }
+    return db;
   }
 
   void on_save_failure(int64_t epoch, const std::string& what) {
@@ -304,6 +324,7 @@ class JobRun {
   const std::vector<std::string> ckpt_nodes_;
   std::map<std::string, std::vector<std::string>> blob_lists_;
   std::optional<CheckpointManifest> resume_manifest_;
+  uint64_t background_bytes_ = 0;  // the snapshot bytes of the save in flight
   JobRunResult result_;
   std::mutex deleted_mu_;
   std::optional<detail::CheckpointDirLock> dir_lock_;  // before background_: held until the last save is done

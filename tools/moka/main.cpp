@@ -213,6 +213,16 @@ int cmd_job_run(const JobRunArgs& args) {
     if (r.stop) line += ", stop";
     std::cout << line << std::endl;
   };
+  // A background save, once it has been written and committed (or has failed, tolerated: its error
+  // is printed at the end with the others).
+  options.on_checkpoint_written = [](const moka::CheckpointWritten& w) {
+    if (w.ok)
+      std::cout << fmt::format("epoch {}: checkpoint written in {:.3f} s (background)", w.epoch, w.write_seconds)
+                << std::endl;
+    else
+      std::cout << fmt::format("epoch {}: checkpoint not written (background; failure tolerated)", w.epoch)
+                << std::endl;
+  };
   // The resume choice, reported before anything loads: which epoch, which newer ones were skipped and why.
   bool resume_chosen = false;
   options.on_resume = [&](const moka::ResumeChoice& choice) {

@@ -28,6 +28,24 @@ struct EpochReport {
   bool stop = false;               ///< a stop condition held
 };
 
+/// A background save that ended, reported on run_job's thread when run_job waits for it: before the
+/// next epoch's save, or before download_group after the last epoch.
+struct CheckpointWritten {
+  int64_t epoch = 0;
+  uint64_t bytes = 0;  ///< serialized bytes of all checkpointed nodes: the epoch's EpochReport::checkpoint_bytes
+  /// The sum of node_write_seconds: the writer writes the node DBs one after another, so this is its
+  /// time on them (each DB opened, written, committed, closed). Not counted: the commit that follows
+  /// (read back and digest every DB, write the manifest) and retention.
+  double write_seconds = 0;
+  /// Each checkpointed node and the seconds its DB took, open to close, in checkpoint order; empty
+  /// when !ok.
+  std::vector<std::pair<std::string, double>> node_write_seconds{};
+  /// False: the save failed and tolerate_save_failures let the job go on (an untolerated failure
+  /// throws from run_job instead, and is not reported here).
+  bool ok = true;
+  std::string error{};  ///< when !ok: the message run_job also puts in JobRunResult::save_errors
+};
+
 /// How run_job runs and checkpoints a job.
 struct JobRunOptions {
   /// Directory of node checkpoint DBs (`<dir>/<node>.<epoch>`, Caffe2's db_name) and manifests;
@@ -49,6 +67,13 @@ struct JobRunOptions {
   RunOptions run{};
   /// Called after every epoch (and for the initial checkpoint, epoch 0).
   std::function<void(const EpochReport&)> on_epoch{};
+  /// With background_save: called once for every background save started (every epoch whose
+  /// EpochReport says `background`), in epoch order, on run_job's thread once the save has ended —
+  /// written and committed, or failed and tolerated (`ok` false). An epoch's call comes after its
+  /// own on_epoch and before the next epoch's, the last one before download_group runs. Not called
+  /// for foreground saves (EpochReport::checkpoint_seconds is their whole save), nor for a save
+  /// still in flight when the run fails or is cancelled.
+  std::function<void(const CheckpointWritten&)> on_checkpoint_written{};
   /// Called once the resume epoch is chosen and verified, before anything loads or runs (only
   /// when resuming was asked for): the epoch (none: from scratch) and the newer epochs skipped.
   std::function<void(const ResumeChoice&)> on_resume{};

@@ -631,6 +631,41 @@ TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
   for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
 }
 
+TEST_F(CliJob, BackgroundSavePrintsWhenEachCheckpointIsWritten) {
+  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--background-save"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // Epoch E's line (its snapshot), then, once the next epoch's save (or the end) has waited for the
+  // writer, the line saying epoch E was written and how long the writer took.
+  std::istringstream lines(r.out);
+  std::string line;
+  const std::string snapshot = R"(, checkpoint [0-9]+(\.[0-9])? (B|KiB|MiB) in [0-9]+\.[0-9]{3} s \(snapshot; written in the background\))";
+  for (int e = 0; e <= 4; ++e) {
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    const std::string head = e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
+    EXPECT_TRUE(std::regex_match(line, std::regex(head + snapshot + (e == 4 ? ", stop" : "")))) << "epoch " << e << ": " << line;
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    EXPECT_TRUE(std::regex_match(line, std::regex("epoch " + std::to_string(e) + R"(: checkpoint written in [0-9]+\.[0-9]{3} s \(background\))")))
+        << "epoch " << e << ": " << line;
+  }
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line, "finished after epoch 4");
+  EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliJob, AToleratedBackgroundSaveFailureIsPrintedUnderItsEpoch) {
+  fs::create_directories(fs::path(ckpt()) / "trainer.2" / "x");  // Save cannot replace it with a file
+  const CliResult r =
+      run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--background-save", "--tolerate-save-failures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nepoch 1: checkpoint written in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nepoch 2: checkpoint not written (background; failure tolerated)\nepoch 3: "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("epoch 2: checkpoint written"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checkpoint save failed (tolerated): Unable to write checkpoint for epoch 2."), std::string::npos)
+      << r.out;
+}
+
 TEST_F(CliJob, FibersGiveTheSameOutputs) {
   // The job's pipe (reader → processor → queue → writer) with its tasks as fibers on one thread.
   const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--fibers"});

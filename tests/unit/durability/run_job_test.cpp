@@ -359,6 +359,53 @@ TEST(RunJob, BackgroundSavesOfLargeTensorsReuseTheirBuffersWithoutStaleBytes) {
   EXPECT_TRUE(all_blobs(resumed) == all_blobs(a));
 }
 
+TEST(RunJob, BackgroundSaveReportsEachCheckpointOnceWrittenAndCommitted) {
+  TempDir dir;
+  NodeWorkspaces nodes;
+  std::vector<std::string> calls;  // both callbacks, in the order they came
+  std::map<int64_t, uint64_t> epoch_bytes;
+  std::vector<CheckpointWritten> written;
+  JobRunOptions opt{.checkpoint_dir = dir.path(), .background_save = true};
+  opt.on_epoch = [&](const EpochReport& r) {
+    calls.push_back(fmt::format("epoch {}", r.epoch));
+    epoch_bytes[r.epoch] = r.checkpoint_bytes;
+  };
+  opt.on_checkpoint_written = [&](const CheckpointWritten& w) {
+    calls.push_back(fmt::format("written {}", w.epoch));
+    // Reported once committed: the epoch verifies.
+    EXPECT_EQ(verify_checkpoint(dir.path(), w.epoch).epoch, w.epoch);
+    written.push_back(w);
+  };
+  EXPECT_EQ(run_job(small_job(3), nodes, opt).last_epoch, 3);
+  // Epoch E's save is waited for (and reported) when epoch E+1 saves, the last one before the end.
+  EXPECT_EQ(calls, (std::vector<std::string>{"epoch 0", "written 0", "epoch 1", "written 1", "epoch 2", "written 2",
+                                             "epoch 3", "written 3"}));
+  ASSERT_EQ(written.size(), 4u);
+  for (const CheckpointWritten& w : written) {
+    SCOPED_TRACE(fmt::format("epoch {}", w.epoch));
+    EXPECT_TRUE(w.ok);
+    EXPECT_EQ(w.error, "");
+    EXPECT_GT(w.bytes, 4000u);
+    EXPECT_EQ(w.bytes, epoch_bytes.at(w.epoch));
+    EXPECT_GT(w.write_seconds, 0);
+    ASSERT_EQ(w.node_write_seconds.size(), 2u);
+    EXPECT_EQ(w.node_write_seconds[0].first, "trainer");
+    EXPECT_EQ(w.node_write_seconds[1].first, "reader");
+    EXPECT_GT(w.node_write_seconds[0].second, 0);
+    EXPECT_GT(w.node_write_seconds[1].second, 0);
+    EXPECT_DOUBLE_EQ(w.write_seconds, w.node_write_seconds[0].second + w.node_write_seconds[1].second);
+  }
+
+  // Foreground saves are not reported there (their EpochReport times the whole save).
+  TempDir fg;
+  NodeWorkspaces fg_nodes;
+  int foreground_calls = 0;
+  JobRunOptions fg_opt{.checkpoint_dir = fg.path()};
+  fg_opt.on_checkpoint_written = [&](const CheckpointWritten&) { ++foreground_calls; };
+  run_job(small_job(3), fg_nodes, fg_opt);
+  EXPECT_EQ(foreground_calls, 0);
+}
+
 TEST(RunJob, SaveFailureIsFatalUnlessTolerated) {
   TempDir dir;
   const std::string file = dir.path() + "/not-a-dir";
@@ -372,6 +419,9 @@ TEST(RunJob, SaveFailureIsFatalUnlessTolerated) {
     TempDir d2;
     NodeWorkspaces nodes;
     JobRunOptions opt{.checkpoint_dir = d2.path(), .db_type = "minidb", .background_save = background};
+    // A failed background save is reported to on_checkpoint_written only when it is tolerated.
+    std::vector<CheckpointWritten> written;
+    opt.on_checkpoint_written = [&](const CheckpointWritten& w) { written.push_back(w); };
     // Every trainer file path is a non-empty directory: Save cannot replace it with a file.
     for (int e = 0; e <= 3; ++e) fs::create_directories(fmt::format("{}/trainer.{}/x", d2.path(), e));
     try {
@@ -385,11 +435,24 @@ TEST(RunJob, SaveFailureIsFatalUnlessTolerated) {
       EXPECT_EQ(what.find("Unable to write", 1), std::string::npos) << what;
       EXPECT_NE(what.find("trainer.0"), std::string::npos) << what;
     }
+    EXPECT_TRUE(written.empty());
     NodeWorkspaces tolerant;
     opt.tolerate_save_failures = true;
     const JobRunResult r = run_job(small_job(3), tolerant, opt);
     EXPECT_EQ(r.last_epoch, 3);
     EXPECT_EQ(r.save_errors.size(), 4u);
+    if (background) {
+      ASSERT_EQ(written.size(), 4u);
+      for (std::size_t i = 0; i < written.size(); ++i) {
+        EXPECT_EQ(written[i].epoch, static_cast<int64_t>(i));
+        EXPECT_FALSE(written[i].ok);
+        EXPECT_EQ(written[i].error, r.save_errors[i]);
+        EXPECT_EQ(written[i].write_seconds, 0);
+        EXPECT_TRUE(written[i].node_write_seconds.empty());
+      }
+    } else {
+      EXPECT_TRUE(written.empty());
+    }
     EXPECT_TRUE(committed_epochs(d2.path()).empty());
     EXPECT_EQ(i64(tolerant, "trainer", "count"), 9);
   }

@@ -8,7 +8,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -292,6 +295,30 @@ TEST(JobRunner, ASecondTrainingOnOneCheckpointDirectoryIsRefused) {
                       {.resume_from_epoch = 3})
                 .train(resumed),
             3);
+}
+
+// Unlike run_job, JobRunner removes no `.tmp-` files of killed writers when it takes its checkpoint
+// directory (CheckpointDirLock with remove_temporaries = false): a db_prefix may name a directory
+// shared with files that are not moka's.
+TEST(JobRunner, TemporaryFilesInTheCheckpointDirectoryAreLeftAlone) {
+  TempDir dir;
+  // Named as a minidb writer (`DB.tmp-PID`, a pid not this process's) and a manifest writer
+  // (`MANIFEST.tmp-8 hex digits`) that were killed mid-save would have left them.
+  const std::map<std::string, std::string> temporaries = {
+      {fmt::format("n.2.tmp-{}", ::getpid() + 1), "a torn minidb file"},
+      {"moka-manifest.2.json.tmp-0badc0de", "{\"torn\": "},
+  };
+  for (const auto& [name, text] : temporaries) std::ofstream(dir / name) << text;
+  LocalSession session;
+  EXPECT_EQ(JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session),
+            3);
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 3}));
+  for (const auto& [name, text] : temporaries) {
+    ASSERT_TRUE(fs::is_regular_file(dir / name)) << name;
+    std::ifstream in(dir / name);
+    const std::string now((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(now, text) << name;
+  }
 }
 
 TEST(JobRunner, ResumeFromMissingCheckpointNamesTheFile) {
