@@ -1,8 +1,6 @@
 // DatasetTree: parsing field names into nested domains and advancing offsets; TreeCursor's position.
 #include "moka/ops/tree_cursor.h"
 
-#include <mutex>
-
 #include <fmt/format.h>
 
 #include <algorithm>

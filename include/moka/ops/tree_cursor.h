@@ -4,12 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "moka/core/futex_mutex.h"
 
 namespace moka {
 
@@ -118,13 +118,13 @@ class alignas(64) TreeCursor {
   void reset();
 
   /// @brief The mutex guarding the offsets; operators hold it while they use offsets_locked().
-  FutexMutex& mutex() const noexcept { return mu_; }
+  std::mutex& mutex() const noexcept { return mu_; }
   /// @brief The offsets themselves. Call only while holding mutex().
   std::vector<int64_t>& offsets_locked() noexcept { return offsets_; }
 
  private:
   DatasetTree tree_;
-  alignas(64) mutable FutexMutex mu_;
+  alignas(64) mutable std::mutex mu_;
   std::vector<int64_t> offsets_;
 };
 
