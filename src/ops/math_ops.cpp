@@ -7,6 +7,7 @@
 #include "moka/core/error.h"
 #include "moka/ops/registry.h"
 #include "ops/builtin.h"
+#include "ops/elementwise_loops.h"
 
 namespace moka {
 
@@ -153,7 +154,7 @@ class BinaryArithOp final : public OperatorBase {
         const T* pa = a.data<T>();
         const T* pb = b.data<T>();
         T* po = out.mutable_data<T>();
-        for (int64_t k = 0; k < n; ++k) po[k] = Fn::apply(pa[k], pb[k]);
+        detail::elementwise_same<Fn>(pa, pb, po, n);
         break;
       }
       case Bcast::Right: {
@@ -161,7 +162,7 @@ class BinaryArithOp final : public OperatorBase {
         fit(out, a.dtype(), a.shape());
         const T* pa = a.data<T>();
         T* po = out.mutable_data<T>();
-        for (int64_t k = 0; k < n; ++k) po[k] = Fn::apply(pa[k], y);
+        detail::elementwise_right<Fn>(pa, y, po, n);
         break;
       }
       case Bcast::Left: {
@@ -169,7 +170,7 @@ class BinaryArithOp final : public OperatorBase {
         fit(out, b.dtype(), b.shape());
         const T* pb = b.data<T>();
         T* po = out.mutable_data<T>();
-        for (int64_t k = 0; k < n; ++k) po[k] = Fn::apply(x, pb[k]);
+        detail::elementwise_left<Fn>(x, pb, po, n);
         break;
       }
     }
