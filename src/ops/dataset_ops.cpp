@@ -98,21 +98,52 @@ void copy_rows(const Tensor& src, int64_t src_row, Tensor& dst, int64_t dst_row,
   }
 }
 
+// A 1-d tensor of fixed-size values: rows are values, copied with one memcpy.
+inline bool plain_vector(const Tensor& t) { return t.ndim() == 1 && t.dtype() != DType::String; }
+
+// copy_rows for plain vectors (a pipe's usual batch), without its row-shape loop and string branch.
+inline void copy_vector_rows(const Tensor& src, int64_t src_row, Tensor& dst, int64_t dst_row, int64_t rows) {
+  if (rows == 0) return;  // an empty tensor's storage may be null, which memcpy must not see
+  const auto w = static_cast<std::size_t>(dtype_size(src.dtype()));
+  std::memcpy(dst.raw_mutable_data() + static_cast<std::size_t>(dst_row) * w,
+              src.raw_data() + static_cast<std::size_t>(src_row) * w, static_cast<std::size_t>(rows) * w);
+}
+
 // dst = rows [row, row + rows) of src. `shape` is scratch space, so steady-state reads do not allocate.
 void slice_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst, std::vector<int64_t>& shape) {
+  // A vector into a vector of its dtype (what a pipe's reader gets back from its queue): only the
+  // length changes, and resize_dim0's inline path keeps the storage.
+  if (plain_vector(src) && dst.ndim() == 1 && dst.dtype() == src.dtype()) {
+    dst.resize_dim0(rows, /*zero_new=*/false);  // every row is copied next
+    copy_vector_rows(src, row, dst, 0, rows);
+    return;
+  }
   shape.assign(src.shape().begin(), src.shape().end());
   shape[0] = rows;
   dst.resize(src.dtype(), shape);
   copy_rows(src, row, dst, 0, rows);
 }
 
-// Field i of a dataset, input first + i: a filled tensor with a row dimension.
-const Tensor& field_input(const OperatorBase& op, const DatasetTree& tree, std::size_t first, std::size_t i) {
+[[noreturn]] void throw_0d_field(const OperatorBase& op, const DatasetTree& tree, std::size_t first, std::size_t i) {
+  throw InvalidInput(fmt::format("{}: field {} ({}), {}, is a 0-d tensor; dataset fields need a row dimension",
+                                 op.type(), i, tree.field_names()[i], input_desc(op, first + i)));
+}
+
+// Field i of a dataset, input first + i: a filled tensor with a row dimension. Inline, as readers and
+// writers check their fields on every batch.
+inline const Tensor& field_input(const OperatorBase& op, const DatasetTree& tree, std::size_t first,
+                                 std::size_t i) {
   const Tensor& t = tensor_input(op, first + i);
-  if (t.ndim() == 0)
-    throw InvalidInput(fmt::format("{}: field {} ({}), {}, is a 0-d tensor; dataset fields need a row dimension",
-                                   op.type(), i, tree.field_names()[i], input_desc(op, first + i)));
+  if (t.ndim() == 0) [[unlikely]] throw_0d_field(op, tree, first, i);
   return t;
+}
+
+[[noreturn]] void throw_inconsistent_sizes(const OperatorBase& op, const DatasetTree& tree, std::size_t i,
+                                           int64_t previous, int64_t rows) {
+  throw InvalidInput(fmt::format(
+      "{}: Inconsistent sizes for fields belonging to same domain. Field: {} ({}); Length field index: {}); "
+      "Previous size: {}; New size: {}",
+      op.type(), i, tree.field_names()[i], tree.domain_of(i), previous, rows));
 }
 
 // The field blobs of a dataset, checked against its tree.
@@ -132,11 +163,7 @@ struct FieldData {
       const Tensor& t = field_input(op, tree, first, i);
       fields[i] = &t;
       int64_t& limit = limits[tree.domain_of(i)];
-      if (strict && limit != kNoLimit && limit != t.dim(0))
-        throw InvalidInput(fmt::format(
-            "{}: Inconsistent sizes for fields belonging to same domain. Field: {} ({}); Length field index: {}); "
-            "Previous size: {}; New size: {}",
-            op.type(), i, tree.field_names()[i], tree.domain_of(i), limit, t.dim(0)));
+      if (strict && limit != kNoLimit && limit != t.dim(0)) throw_inconsistent_sizes(op, tree, i, limit, t.dim(0));
       limit = std::min(limit, t.dim(0));
     }
     lengths.resize(tree.num_length_fields());
@@ -492,11 +519,20 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
   }
 
   bool run() override {
+    // No lengths fields (a flat record, a pipe writer's usual batch): equal row counts are the whole
+    // check, made here without gather's vectors (they were most of the operator's cost per batch).
+    if (tree_.num_length_fields() == 0)
+      check_flat();
+    else
+      check_nested();
+    return true;
+  }
+
+ private:
+  // Walks every top-level row: each domain's lengths must add up to exactly the rows its fields have.
+  // Out of line, so that the flat check does not pay for its frame.
+  [[gnu::noinline]] void check_nested() {
     data_.gather(*this, tree_, 0, true);
-    // No lengths fields (a flat record, a pipe writer's usual batch): gather's strict check that the
-    // fields have equal row counts is the whole check.
-    if (tree_.num_offset_fields() == 1) return true;
-    // Walk every top-level row: each domain's lengths must add up to exactly the rows its fields have.
     // off_ and sizes_ are members so that a writer checking every batch does not allocate.
     std::vector<int64_t>& off = off_;
     off.assign(tree_.num_offset_fields(), 0);
@@ -510,10 +546,20 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
                                        type(), lf, tree_.field_names()[lf], off[d], data_.limits[d]));
       }
     }
-    return true;
   }
 
- private:
+  // Every field of a flat record has a row dimension and the same number of rows (gather's strict
+  // check, with the same errors).
+  void check_flat() const {
+    const std::size_t nf = tree_.num_fields();
+    int64_t rows = 0;
+    for (std::size_t i = 0; i < nf; ++i) {
+      const int64_t r = field_input(*this, tree_, 0, i).dim(0);
+      if (i > 0 && r != rows) throw_inconsistent_sizes(*this, tree_, i, rows, r);
+      rows = r;
+    }
+  }
+
   DatasetTree tree_;
   FieldData data_;
   std::vector<int64_t> off_, sizes_;
@@ -550,7 +596,10 @@ void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t b_in) {
 void append_rows(Tensor& a, const Tensor& b) {
   const int64_t old = a.dim(0);
   a.resize_dim0(old + b.dim(0), /*zero_new=*/false);  // every new row is copied next
-  copy_rows(b, 0, a, old, b.dim(0));
+  if (plain_vector(b))
+    copy_vector_rows(b, 0, a, old, b.dim(0));
+  else
+    copy_rows(b, 0, a, old, b.dim(0));
 }
 
 class AppendOp final : public OperatorBase {

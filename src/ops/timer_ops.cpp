@@ -1,6 +1,5 @@
 // Timer operators (Caffe2 stats_ops, §19): TimerBegin, TimerEnd, TimerGet, TimerGetAndEnd, and moka::Timer itself.
 #include <fmt/format.h>
-#include <time.h>
 
 #include "moka/core/error.h"
 #include "moka/ops/registry.h"
@@ -21,60 +20,35 @@ Timer::Timer(std::string counter_name, bool coarse)
       total_ns_(StatRegistry::global(), counter_name_),
       count_(StatRegistry::global(), counter_name_ + "/count") {}
 
-int64_t Timer::now_ns() const noexcept {
-#ifdef CLOCK_MONOTONIC_COARSE
-  if (coarse_) {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-  }
-#endif
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-// begin() and stop() load and store start_ns_ without a read-modify-write: only the timer's owner
-// starts and stops it (see the header), and on x86 each locked instruction cost about as much as the
-// rest of the timer in a pipe's per-batch path (one begin and one end per batch and stage).
 void Timer::begin() {
-  if (start_ns_.load(std::memory_order_relaxed) != kStopped)
-    throw RuntimeError("Called TimerBegin on an already running timer.");
-  start_ns_.store(now_ns(), std::memory_order_release);
+  if (!try_begin()) throw RuntimeError(kAlreadyRunning);
 }
 
-int64_t Timer::stop(const char* what) {
-  const int64_t now = now_ns();
-  const int64_t start = start_ns_.load(std::memory_order_relaxed);
-  if (start == kStopped) throw RuntimeError(what);
-  start_ns_.store(kStopped, std::memory_order_release);
-  const int64_t ns = now - start;
-  // Plain adds to this timer's shares (only the owner stops it); readers of the stats count them.
-  if (ns != 0) total_ns_.add(ns);
-  count_.add(1);
+int64_t Timer::end() {
+  int64_t ns = 0;
+  if (!try_stop(ns)) throw RuntimeError(kEndStopped);
   return ns;
 }
 
-int64_t Timer::end() { return stop("Called TimerEnd on a stopped timer."); }
-
 int64_t Timer::get_ns() const {
-  const int64_t start = start_ns_.load(std::memory_order_acquire);
-  if (start == kStopped) throw RuntimeError("Called TimerGet on a stopped timer.");
-  return now_ns() - start;
+  int64_t ns = 0;
+  if (!try_get_ns(ns)) throw RuntimeError(kGetStopped);
+  return ns;
 }
 
-int64_t Timer::get_and_end() { return stop("Called TimerGet on a stopped timer."); }
+int64_t Timer::get_and_end() {
+  int64_t ns = 0;
+  if (!try_stop(ns)) throw RuntimeError(kGetStopped);
+  return ns;
+}
 
 bool Timer::running() const { return start_ns_.load(std::memory_order_acquire) != kStopped; }
 
 namespace {
 
-// Adds the operator and blob to a Timer's error, keeping its type.
-template <class F>
-auto with_context(const OperatorBase& op, const std::string& blob, F&& f) {
-  try {
-    return f();
-  } catch (RuntimeError& e) {
-    throw RuntimeError(fmt::format("{} (timer \"{}\"): {}", op.type(), blob, e.message()));
-  }
+// A Timer's error, with the operator and blob.
+[[noreturn, gnu::cold]] void throw_timer_error(const OperatorBase& op, const std::string& blob, const char* what) {
+  throw RuntimeError(fmt::format("{} (timer \"{}\"): {}", op.type(), blob, what));
 }
 
 class TimerBeginOp final : public OperatorBase {
@@ -94,10 +68,7 @@ class TimerBeginOp final : public OperatorBase {
       checked_ = t;
       checked_id_ = t->id();
     }
-    with_context(*this, output_name(0), [&] {
-      t->begin();
-      return 0;
-    });
+    if (!t->try_begin()) throw_timer_error(*this, output_name(0), Timer::kAlreadyRunning);
     return true;
   }
 
@@ -112,8 +83,8 @@ class TimerEndOp final : public OperatorBase {
  public:
   using OperatorBase::OperatorBase;
   bool run() override {
-    Timer& t = input_object<Timer>(0);
-    with_context(*this, input_name(0), [&] { return t.end(); });
+    int64_t ns = 0;
+    if (!input_object<Timer>(0).try_stop(ns)) throw_timer_error(*this, input_name(0), Timer::kEndStopped);
     return true;
   }
 };
@@ -122,8 +93,8 @@ class TimerGetOp final : public OperatorBase {
  public:
   using OperatorBase::OperatorBase;
   bool run() override {
-    Timer& t = input_object<Timer>(0);
-    const int64_t ns = with_context(*this, input_name(0), [&] { return t.get_ns(); });
+    int64_t ns = 0;
+    if (!input_object<Timer>(0).try_get_ns(ns)) throw_timer_error(*this, input_name(0), Timer::kGetStopped);
     Tensor& out = output(0);
     out.resize(DType::Int64, {});
     out.mutable_data<int64_t>()[0] = ns;
@@ -135,8 +106,8 @@ class TimerGetAndEndOp final : public OperatorBase {
  public:
   using OperatorBase::OperatorBase;
   bool run() override {
-    Timer& t = input_object<Timer>(0);
-    const int64_t ns = with_context(*this, input_name(0), [&] { return t.get_and_end(); });
+    int64_t ns = 0;
+    if (!input_object<Timer>(0).try_stop(ns)) throw_timer_error(*this, input_name(0), Timer::kGetStopped);
     Tensor& out = output(0);
     out.resize(DType::Int64, {1});
     out.mutable_data<int64_t>()[0] = ns;

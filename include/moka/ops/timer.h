@@ -1,6 +1,8 @@
 // Timer: the stopwatch that TimerBegin puts in a blob (Caffe2's TimerInstance, §19), owned by the blob.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -44,14 +46,44 @@ class alignas(64) Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
 
-  /// @brief Starts; RuntimeError "Called TimerBegin on an already running timer." if running.
+  static constexpr const char* kAlreadyRunning = "Called TimerBegin on an already running timer.";
+  static constexpr const char* kEndStopped = "Called TimerEnd on a stopped timer.";
+  static constexpr const char* kGetStopped = "Called TimerGet on a stopped timer.";
+
+  /// @brief Starts; RuntimeError kAlreadyRunning if running.
   void begin();
-  /// @brief Stops and publishes; returns the elapsed ns. RuntimeError "Called TimerEnd on a stopped timer." if stopped.
+  /// @brief Starts and returns true, or returns false (changing nothing) if running. Inline: the
+  /// operators call it once per batch.
+  bool try_begin() noexcept {
+    if (start_ns_.load(std::memory_order_relaxed) != kStopped) return false;
+    start_ns_.store(now_ns(), std::memory_order_release);
+    return true;
+  }
+  /// @brief Stops and publishes; returns the elapsed ns. RuntimeError kEndStopped if stopped.
   int64_t end();
-  /// @brief Nanoseconds since begin(); RuntimeError "Called TimerGet on a stopped timer." if stopped.
+  /// @brief Stops, publishes and sets `ns` to the elapsed ns; false (changing nothing) if stopped.
+  bool try_stop(int64_t& ns) noexcept {
+    const int64_t now = now_ns();
+    const int64_t start = start_ns_.load(std::memory_order_relaxed);
+    if (start == kStopped) return false;
+    start_ns_.store(kStopped, std::memory_order_release);
+    ns = now - start;
+    // Plain adds to this timer's shares (only the owner stops it); readers of the stats count them.
+    if (ns != 0) total_ns_.add(ns);
+    count_.add(1);
+    return true;
+  }
+  /// @brief Nanoseconds since begin(); RuntimeError kGetStopped if stopped.
   int64_t get_ns() const;
+  /// @brief Sets `ns` to the nanoseconds since begin(); false (leaving it) if stopped.
+  bool try_get_ns(int64_t& ns) const noexcept {
+    const int64_t start = start_ns_.load(std::memory_order_acquire);
+    if (start == kStopped) return false;
+    ns = now_ns() - start;
+    return true;
+  }
   /// @brief Atomically reads the elapsed time and stops (one measurement, published as end() does).
-  /// RuntimeError "Called TimerGet on a stopped timer." if stopped.
+  /// RuntimeError kGetStopped if stopped.
   int64_t get_and_end();
   bool running() const;
   const std::string& counter_name() const noexcept { return counter_name_; }
@@ -64,9 +96,16 @@ class alignas(64) Timer {
   using Clock = std::chrono::steady_clock;
   // start_ns_ when stopped: no steady_clock reading is this small.
   static constexpr int64_t kStopped = INT64_MIN;
-  int64_t now_ns() const noexcept;
-  // Stops and publishes; throws `what` if stopped.
-  int64_t stop(const char* what);
+  int64_t now_ns() const noexcept {
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (coarse_) {
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+      return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    }
+#endif
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
 
   const std::string counter_name_;
   const bool coarse_;

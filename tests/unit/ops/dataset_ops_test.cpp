@@ -247,6 +247,74 @@ TEST(DatasetOps, ReadNextBatchEveryDtype) {
   }
 }
 
+// A vector of dtype dt holding the numbers `at` (strings "0", "1", ...; bools true for multiples of 3).
+Tensor vector_of(DType dt, const std::vector<int64_t>& at) {
+  Tensor t(dt, {static_cast<int64_t>(at.size())});
+  visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.mutable_data<T>();
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      if constexpr (std::is_same_v<T, std::string>)
+        p[i] = std::to_string(at[i]);
+      else if constexpr (std::is_same_v<T, bool>)
+        p[i] = at[i] % 3 == 0;
+      else
+        p[i] = static_cast<T>(at[i]);
+    }
+  });
+  return t;
+}
+
+// vector_of(dt, {first, first + 1, ..., first + n - 1}).
+Tensor counting_vector(DType dt, int64_t n, int64_t first = 0) {
+  std::vector<int64_t> at(static_cast<std::size_t>(n));
+  std::iota(at.begin(), at.end(), first);
+  return vector_of(dt, at);
+}
+
+// Reads of 1-d fields copy into the output's own storage when it already holds a vector of the
+// field's dtype (the pipe's steady state). Whatever the output held before — a longer or shorter
+// vector, another dtype, a 2-d tensor, not a tensor — every batch must read exactly its rows.
+TEST(DatasetOps, ReadNextBatchOfVectorsIgnoresWhatTheOutputHeld) {
+  for (DType dt : {DType::Bool, DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64, DType::Float,
+                   DType::Double, DType::String}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Workspace ws;
+    feed(ws, "f", counting_vector(dt, 7));
+    feed(ws, "long", counting_vector(dt, 50, 100));
+    feed(ws, "other", counting_vector(dt == DType::Float ? DType::Int32 : DType::Float, 3, 100));
+    feed(ws, "matrix", Tensor(dt, {2, 2}));
+    ws.create_blob("mutex")->emplace<BlobMutex>();
+    for (const char* held : {"long", "other", "matrix", "mutex"}) {
+      SCOPED_TRACE(held);
+      run_op(ws, "CreateTreeCursor", {}, {"cur"}, {fields_arg({"f"})});
+      if (std::string(held) == "mutex")
+        ws.create_blob("o")->emplace<BlobMutex>();
+      else
+        feed(ws, "o", fetch(ws, held));
+      auto op = create_op(ws, "ReadNextBatch", {"cur", "f"}, {"o"}, {make_arg("batch_size", 3)});
+      for (int64_t first : {0, 3, 6, 7, 7}) {
+        ASSERT_TRUE(op->run());
+        EXPECT_EQ(fetch(ws, "o"), counting_vector(dt, std::min<int64_t>(3, 7 - first), first)) << "rows from " << first;
+      }
+    }
+    // Appending vectors (AtomicAppend's and Append's steady state) keeps every row, across growth.
+    feed(ws, "d", counting_vector(dt, 0));
+    ws.create_blob("mu")->emplace<BlobMutex>();
+    feed(ws, "part", counting_vector(dt, 0));
+    auto append = create_op(ws, "AtomicAppend", {"mu", "d", "part"}, {"d"});
+    for (int64_t first = 0; first < 40; first += 4) {
+      feed(ws, "part", counting_vector(dt, first % 8 == 0 ? 4 : 0, first));  // every other part is empty
+      ASSERT_TRUE(append->run());
+    }
+    std::vector<int64_t> want;
+    for (int64_t first = 0; first < 40; first += 8)
+      for (int64_t k = 0; k < 4; ++k) want.push_back(first + k);
+    EXPECT_EQ(fetch(ws, "d"), vector_of(dt, want));
+    EXPECT_EQ(fetch(ws, "d").dim(0), 20);
+  }
+}
+
 // Several threads share one cursor: every top-level row (with its nested values) is read exactly once.
 TEST(DatasetOps, ConcurrentReadNextBatchReadsEveryRowOnce) {
   constexpr int kRows = 3000, kThreads = 4;
