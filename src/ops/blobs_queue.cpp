@@ -35,11 +35,10 @@ std::chrono::steady_clock::time_point deadline_after(double timeout_secs) {
 
 }  // namespace
 
-void BlobsQueue::check_timeout(double timeout_secs, const char* what) const {
-  if (!(timeout_secs >= 0) || !std::isfinite(timeout_secs))
-    throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} timeout_secs = {}: the timeout must be a finite number of "
-                                   "seconds >= 0 (0 waits forever)",
-                                   name_, what, timeout_secs));
+void BlobsQueue::throw_bad_timeout(double timeout_secs, const char* what) const {
+  throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} timeout_secs = {}: the timeout must be a finite number of "
+                                 "seconds >= 0 (0 waits forever)",
+                                 name_, what, timeout_secs));
 }
 
 BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names)
@@ -90,10 +89,9 @@ std::size_t BlobsQueue::size() const noexcept {
   return static_cast<std::size_t>(std::min(w - r, capacity_));
 }
 
-void BlobsQueue::check_count(std::size_t n, const char* what) const {
-  if (n != num_blobs_)
-    throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} of {} blobs, but the queue holds records of {} blobs", name_,
-                                   what, n, num_blobs_));
+void BlobsQueue::throw_bad_count(std::size_t n, const char* what) const {
+  throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} of {} blobs, but the queue holds records of {} blobs", name_,
+                                 what, n, num_blobs_));
 }
 
 template <class Ready>
@@ -243,44 +241,63 @@ bool BlobsQueue::wait_turn(Ready ready, bool timed, std::chrono::steady_clock::t
   return woke;
 }
 
-// A timed wait in a fiber yields until the queue is ready or the deadline passed; outside one it
-// spins briefly, then sleeps on the condition variable until notified or the deadline.
 QueueResult BlobsQueue::put(std::span<Blob* const> inputs, bool wait, double timeout_secs) {
   check_count(inputs.size(), "write");
   if (wait) check_timeout(timeout_secs, "write");
-  const bool timed = wait && timeout_secs > 0;
-  const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
-  bool spun = false;
-  for (;;) {
-    bool closed = false;
-    if (try_put(inputs, closed)) {
-      after_put();
-      return QueueResult::ok;
-    }
-    // Decision 5: a closed queue refuses writes even when a slot is free.
-    if (closed) return QueueResult::closed;
-    if (!wait) return QueueResult::would_block;
-    auto ready = [this] { return slot_free() || is_closed(); };
-    if (!wait_turn(ready, timed, deadline, spun, not_full_, writers_waiting_)) return QueueResult::timed_out;
+  bool closed = false;
+  if (try_put(inputs, closed)) {
+    after_put();
+    return QueueResult::ok;
   }
+  // Decision 5: a closed queue refuses writes even when a slot is free.
+  if (closed) return QueueResult::closed;
+  if (!wait) return QueueResult::would_block;
+  return put_waiting(inputs, timeout_secs);
 }
 
 QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs) {
   check_count(outputs.size(), "read");
   check_timeout(timeout_secs, "read");
+  if (try_take(outputs)) {
+    after_take();
+    return QueueResult::ok;
+  }
+  // Reads drain what is left after close; they fail only on closed and empty.
+  if (closed_and_drained()) return QueueResult::closed;
+  return read_waiting(outputs, timeout_secs);
+}
+
+// A timed wait in a fiber yields until the queue is ready or the deadline passed; outside one it
+// spins briefly, then sleeps on the condition variable until notified or the deadline.
+[[gnu::noinline]] QueueResult BlobsQueue::put_waiting(std::span<Blob* const> inputs, double timeout_secs) {
   const bool timed = timeout_secs > 0;
   const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;
+  auto ready = [this] { return slot_free() || is_closed(); };
   for (;;) {
+    if (!wait_turn(ready, timed, deadline, spun, not_full_, writers_waiting_)) return QueueResult::timed_out;
+    bool closed = false;
+    if (try_put(inputs, closed)) {
+      after_put();
+      return QueueResult::ok;
+    }
+    if (closed) return QueueResult::closed;
+  }
+}
+
+[[gnu::noinline]] QueueResult BlobsQueue::read_waiting(std::span<Blob* const> outputs, double timeout_secs) {
+  const bool timed = timeout_secs > 0;
+  const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
+  bool spun = false;
+  // A record claimed by a writer but not yet published keeps the queue "not drained": wait for it.
+  auto ready = [this] { return record_ready() || closed_and_drained(); };
+  for (;;) {
+    if (!wait_turn(ready, timed, deadline, spun, not_empty_, readers_waiting_)) return QueueResult::timed_out;
     if (try_take(outputs)) {
       after_take();
       return QueueResult::ok;
     }
-    // Reads drain what is left after close; they fail only on closed and empty. A record claimed by a
-    // writer but not yet published keeps the queue "not drained": wait for it.
     if (closed_and_drained()) return QueueResult::closed;
-    auto ready = [this] { return record_ready() || closed_and_drained(); };
-    if (!wait_turn(ready, timed, deadline, spun, not_empty_, readers_waiting_)) return QueueResult::timed_out;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -138,9 +139,20 @@ class BlobsQueue {
   Blob* slot_blobs(uint64_t pos) const noexcept { return blobs_of(slot(pos)); }
 
   QueueResult put(std::span<Blob* const> inputs, bool wait, double timeout_secs);
-  void check_count(std::size_t n, const char* what) const;
+  // put() and read() once their first attempt failed: the waiting loops, out of line so that a
+  // hand-off that succeeds at once (most of them, in a pipe) does not pay for their frames.
+  QueueResult put_waiting(std::span<Blob* const> inputs, double timeout_secs);
+  QueueResult read_waiting(std::span<Blob* const> outputs, double timeout_secs);
+  // InvalidInput unless n == num_blobs_ (inline: every read and write checks it).
+  void check_count(std::size_t n, const char* what) const {
+    if (n != num_blobs_) [[unlikely]] throw_bad_count(n, what);
+  }
   // InvalidInput unless timeout_secs is finite and >= 0.
-  void check_timeout(double timeout_secs, const char* what) const;
+  void check_timeout(double timeout_secs, const char* what) const {
+    if (!(timeout_secs >= 0) || !std::isfinite(timeout_secs)) [[unlikely]] throw_bad_timeout(timeout_secs, what);
+  }
+  [[noreturn]] void throw_bad_count(std::size_t n, const char* what) const;
+  [[noreturn]] void throw_bad_timeout(double timeout_secs, const char* what) const;
   // One non-waiting attempt each; false when full (empty) or, for writes, closed.
   bool try_put(std::span<Blob* const> inputs, bool& closed);
   bool try_take(std::span<Blob* const> outputs);
