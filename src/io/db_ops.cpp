@@ -85,10 +85,7 @@ class DBExistsOp final : public OperatorBase {
     path_ = resolve_db_path(*ws, name, args().get_int("absolute_path", 0) != 0);
   }
   bool run() override {
-    const bool exists = db_exists(db_type_, path_);
-    Tensor& t = output(0);
-    t.resize(DType::Bool, {});
-    t.mutable_data<bool>()[0] = exists;
+    output(0).set_scalar<bool>(db_exists(db_type_, path_));
     return true;
   }
 

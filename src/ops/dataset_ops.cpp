@@ -574,7 +574,8 @@ bool replaced_by_append(const Blob& b) {
 }
 
 // Checks that b's rows can be appended to a; names the operator and both blobs.
-void check_appendable(const OperatorBase& op, const Tensor& a, std::size_t a_in, const Tensor& b, std::size_t b_in) {
+[[gnu::noinline]] void check_appendable_slow(const OperatorBase& op, const Tensor& a, std::size_t a_in, const Tensor& b,
+                                             std::size_t b_in) {
   auto fail = [&](std::string_view why) {
     throw InvalidInput(fmt::format("{}: cannot append {} {} to {} {}: {}", op.type(), input_desc(op, b_in), b.describe(),
                                    input_desc(op, a_in), a.describe(), why));
@@ -586,10 +587,20 @@ void check_appendable(const OperatorBase& op, const Tensor& a, std::size_t a_in,
     if (a.dim(k) != b.dim(k)) fail("all dimensions but the first must match");
 }
 
-void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t b_in) {
-  if (b.ndim() < 1)
-    throw InvalidInput(fmt::format("{}: {} is a 0-d tensor; only tensors with a row dimension can be appended",
-                                   op.type(), input_desc(op, b_in)));
+// Inline for two vectors of one dtype (a writer's usual batch), which need no more checks.
+inline void check_appendable(const OperatorBase& op, const Tensor& a, std::size_t a_in, const Tensor& b,
+                             std::size_t b_in) {
+  if (a.dtype() == b.dtype() && a.ndim() == 1 && b.ndim() == 1) return;
+  check_appendable_slow(op, a, a_in, b, b_in);
+}
+
+[[noreturn]] void throw_no_rows(const OperatorBase& op, std::size_t b_in) {
+  throw InvalidInput(fmt::format("{}: {} is a 0-d tensor; only tensors with a row dimension can be appended",
+                                 op.type(), input_desc(op, b_in)));
+}
+
+inline void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t b_in) {
+  if (b.ndim() < 1) [[unlikely]] throw_no_rows(op, b_in);
 }
 
 // a += rows of b, growing a's storage geometrically (amortized linear over many appends).
@@ -644,6 +655,7 @@ class AtomicAppendOp final : public OperatorBase {
       }
     }
     aliased_ = next > 0;
+    new_.resize(n);
   }
 
   bool run() override {
@@ -654,6 +666,7 @@ class AtomicAppendOp final : public OperatorBase {
     for (std::size_t i = 0; i < n; ++i) {
       const Tensor& b = tensor_input(*this, 1 + n + i);
       check_has_rows(*this, b, 1 + n + i);
+      new_[i] = &b;
       if (replaced_by_append(input_blob(1 + i))) continue;
       const Tensor& a = tensor_input(*this, 1 + i);
       if (&input_blob(1 + i) != &output_blob(i))
@@ -662,24 +675,26 @@ class AtomicAppendOp final : public OperatorBase {
       check_appendable(*this, a, 1 + i, b, 1 + n + i);
     }
     // A new field that is also a dataset field would change under us: copy those first.
-    snapshots_.clear();
     if (aliased_) {
+      snapshots_.clear();
       for (std::size_t i = 0; i < n; ++i)
-        if (snapshot_of_[i] >= 0) snapshots_.push_back(input_blob(1 + n + i).get<Tensor>());
+        if (snapshot_of_[i] >= 0) snapshots_.push_back(*new_[i]);
+      for (std::size_t i = 0; i < n; ++i)
+        if (snapshot_of_[i] >= 0) new_[i] = &snapshots_[static_cast<std::size_t>(snapshot_of_[i])];
     }
-    // 2: copy.
+    // 2: copy. (Asked again, as Caffe2 does: a column listed twice is no longer empty the second time.)
     for (std::size_t i = 0; i < n; ++i) {
-      const Tensor& b = snapshot_of_[i] >= 0 ? snapshots_[static_cast<std::size_t>(snapshot_of_[i])]
-                                             : input_blob(1 + n + i).get<Tensor>();
       if (replaced_by_append(input_blob(1 + i)))
-        output(i).copy_from(b);
+        output(i).copy_from(*new_[i]);
       else
-        append_rows(output(i), b);
+        append_rows(output(i), *new_[i]);
     }
     return true;
   }
 
  private:
+  // Per field, found by the checks: the tensor to append (or its snapshot).
+  std::vector<const Tensor*> new_;
   std::vector<Tensor> snapshots_;
   std::vector<int> snapshot_of_;  // per new field: its index in snapshots_, or -1
   bool aliased_ = false;          // some snapshot_of_ >= 0
@@ -722,10 +737,8 @@ class IsEmptyOp final : public OperatorBase {
  public:
   using OperatorBase::OperatorBase;
   bool run() override {
-    const bool empty = tensor_input(*this, 0).numel() == 0;
-    Tensor& out = output(0);
-    out.resize(DType::Bool, {});
-    out.mutable_data<bool>()[0] = empty;
+    const bool empty = tensor_input(*this, 0).numel() == 0;  // before output(0): it may be input 0
+    output(0).set_scalar<bool>(empty);
     return true;
   }
 };

@@ -22,11 +22,6 @@ namespace moka {
 
 namespace {
 
-void write_status(Tensor& t, bool failed) {
-  t.resize(DType::Bool, {});
-  t.mutable_data<bool>()[0] = failed;
-}
-
 // Base of the operators that use queues. It remembers the queues it ran on, so that cancel() — called
 // from another thread while run() may be blocked — can close them without reading workspace blobs,
 // and so that a cancel() that arrives before (or while) run() binds a queue still closes it.
@@ -191,7 +186,7 @@ class CountDownCloseBlobsQueueOp final : public OperatorBase {
       const BlobsQueuePtr& p = input_object<BlobsQueuePtr>(0);
       if (p) p->close();
     }
-    if (output_size() > 0) write_status(output(0), last);
+    if (output_size() > 0) output(0).set_scalar<bool>(last);
     return true;
   }
 };
@@ -209,7 +204,7 @@ class SafeEnqueueBlobsOp final : public QueueOpBase {
     const QueueResult r = q.write(std::span<Blob* const>(input_blobs()).subspan(1), timeout_secs_);
     // The status says "closed" (the normal end of a pipeline); a timeout is an error (docs/queues.md).
     if (r == QueueResult::timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed full");
-    write_status(output(n), r != QueueResult::ok);
+    output(n).set_scalar<bool>(r != QueueResult::ok);
     return true;
   }
 
@@ -236,7 +231,7 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     if (num_records_ == 1) {
       const QueueResult r = q.read(outs.first(n), timeout_secs_);
       if (r == QueueResult::timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
-      write_status(output(n), r != QueueResult::ok);
+      output(n).set_scalar<bool>(r != QueueResult::ok);
       return true;
     }
     // Up to num_records reads into the scratch records (blocking for each: a partial batch only when
@@ -270,11 +265,11 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     }
     if (got == 0) {
       if (timed_out) throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
-      write_status(output(n), true);
+      output(n).set_scalar<bool>(true);
       return true;
     }
     for (std::size_t j = 0; j < n; ++j) concat_field(j, got, n);
-    write_status(output(n), false);
+    output(n).set_scalar<bool>(false);
     return true;
   }
 
@@ -396,7 +391,7 @@ class WeightedSampleDequeueBlobsOp final : public QueueOpBase {
       t.resize(DType::Int32, {1});
       t.mutable_data<int32_t>()[0] = static_cast<int32_t>(idx);
     }
-    write_status(output(n), !ok);
+    output(n).set_scalar<bool>(!ok);
     return true;
   }
 

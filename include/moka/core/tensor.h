@@ -160,6 +160,13 @@ class Tensor {
   std::span<const T> values() const {
     return {data<T>(), static_cast<std::size_t>(numel_)};
   }
+  /// Makes this a 0-d tensor of T holding `value` (a status or flag operators write on every
+  /// run): inline when it already is one, as from the run before.
+  template <class T>
+  void set_scalar(T value) {
+    if (dtype_ != dtype_of<T>() || !shape_.empty()) resize(dtype_of<T>(), {});
+    data_ptr<T>()[0] = std::move(value);
+  }
   /// The single element of a tensor with numel() == 1 (shape [] or [1] or [1,1]...).
   template <class T>
   T item() const {

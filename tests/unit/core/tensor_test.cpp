@@ -454,5 +454,26 @@ TEST(Tensor, Describe) {
   EXPECT_EQ(Tensor().describe(), "undefined[0]");
 }
 
+// set_scalar turns whatever the tensor held into a 0-d tensor of the value's type, every time.
+TEST(Tensor, SetScalarReplacesAnyDTypeAndShape) {
+  Tensor t;
+  t.set_scalar<bool>(true);
+  EXPECT_EQ(t, Tensor::scalar<bool>(true));
+  t.set_scalar<bool>(false);  // the inline path: already a bool scalar
+  EXPECT_EQ(t, Tensor::scalar<bool>(false));
+  t = Tensor::vector<bool>({true, true, true});  // a bool vector is not a scalar
+  t.set_scalar<bool>(false);
+  EXPECT_EQ(t, Tensor::scalar<bool>(false));
+  t = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  t.set_scalar<int64_t>(-7);
+  EXPECT_EQ(t, Tensor::scalar<int64_t>(-7));
+  t.set_scalar<std::string>("done");
+  EXPECT_EQ(t, Tensor::scalar<std::string>("done"));
+  t.set_scalar<std::string>("again");
+  EXPECT_EQ(t, Tensor::scalar<std::string>("again"));
+  t.set_scalar<double>(0.5);
+  EXPECT_EQ(t, Tensor::scalar<double>(0.5));
+}
+
 }  // namespace
 }  // namespace moka
