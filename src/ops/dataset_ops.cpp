@@ -42,11 +42,16 @@ inline const Tensor& tensor_input(const OperatorBase& op, std::size_t i) {
   throw_not_a_filled_tensor(op, i);
 }
 
+[[noreturn]] void throw_not_an_object(const OperatorBase& op, std::size_t i, std::string_view what) {
+  throw TypeError(fmt::format("{}: {} holds {}, expected {}", op.type(), input_desc(op, i),
+                              op.input_blob(i).type_name(), what));
+}
+
+// Input i as a T (a cursor, a mutex); the TypeError says what was expected.
 template <class T>
-T& object_input(const OperatorBase& op, std::size_t i, std::string_view what) {
+inline T& object_input(const OperatorBase& op, std::size_t i, std::string_view what) {
   Blob& b = op.input_blob(i);
-  if (!b.is_type<T>())
-    throw TypeError(fmt::format("{}: {} holds {}, expected {}", op.type(), input_desc(op, i), b.type_name(), what));
+  if (!b.is_type<T>()) [[unlikely]] throw_not_an_object(op, i, what);
   return b.get_checked_mutable<T>();
 }
 
@@ -245,6 +250,14 @@ class ReadNextBatchOp final : public OperatorBase {
       throw InvalidInput(fmt::format("{}: expected one output per field ({}), got {}", type(), tree.num_fields(),
                                      output_size()));
     if (tree.num_length_fields() == 0 && run_flat(cursor, tree)) return true;
+    run_nested(cursor, tree);
+    return true;
+  }
+
+ private:
+  // The general read: walks the tree of lengths fields. Out of line, so that run_flat's batches do not
+  // pay for its frame.
+  [[gnu::noinline]] void run_nested(TreeCursor& cursor, const DatasetTree& tree) {
     data_.gather(*this, tree, 1, false);
     const std::size_t nd = tree.num_offset_fields();
     {
@@ -267,10 +280,8 @@ class ReadNextBatchOp final : public OperatorBase {
       const std::size_t d = tree.domain_of(i);
       slice_rows(*data_.fields[i], prev_[d], sizes_[d], output(i), shape_);
     }
-    return true;
   }
 
- private:
   // A record without lists (no lengths fields: one offset, a pipe's usual batch): the read of run()
   // without the tree walk and its vectors, a third of the operator's instructions at batch 64. False,
   // having changed nothing, when run() must take over: a cursor that holds other offsets, or one past

@@ -58,21 +58,25 @@ class TimerBeginOp final : public OperatorBase {
         counter_name_(args().get_string("counter_name", output_name(0))),
         coarse_(args().get_bool("coarse_clock", false)) {}
   bool run() override {
-    // The blob owns the timer; reuse it when it is ours (so a running one is reported), else replace.
     // The timer this operator checked last time needs no string comparison (once per batch in a pipe).
     Blob& b = output_blob(0);
     Timer* t = b.is_type<Timer>() ? &b.get_checked_mutable<Timer>() : nullptr;
-    if (t == nullptr || t != checked_ || t->id() != checked_id_) {
-      if (t == nullptr || t->coarse() != coarse_ || t->counter_name() != counter_name_)
-        t = &b.emplace<Timer>(counter_name_, coarse_);
-      checked_ = t;
-      checked_id_ = t->id();
-    }
+    if (t == nullptr || t != checked_ || t->id() != checked_id_) [[unlikely]] t = bind(b, t);
     if (!t->try_begin()) throw_timer_error(*this, output_name(0), Timer::kAlreadyRunning);
     return true;
   }
 
  private:
+  // The blob owns the timer; reuse the one it holds (`t`, or null) when it has our name and clock (so
+  // that a running one is reported), else replace it. Out of line: once per timer, not per run.
+  [[gnu::noinline]] Timer* bind(Blob& b, Timer* t) {
+    if (t == nullptr || t->coarse() != coarse_ || t->counter_name() != counter_name_)
+      t = &b.emplace<Timer>(counter_name_, coarse_);
+    checked_ = t;
+    checked_id_ = t->id();
+    return t;
+  }
+
   std::string counter_name_;
   bool coarse_;
   const Timer* checked_ = nullptr;  // the timer found (or made) with our name and clock last time
