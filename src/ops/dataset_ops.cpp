@@ -114,8 +114,17 @@ inline void copy_vector_rows(const Tensor& src, int64_t src_row, Tensor& dst, in
               src.raw_data() + static_cast<std::size_t>(src_row) * w, static_cast<std::size_t>(rows) * w);
 }
 
-// dst = rows [row, row + rows) of src. `shape` is scratch space, so steady-state reads do not allocate.
-void slice_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst, std::vector<int64_t>& shape) {
+// slice_rows for any tensors. `shape` is scratch space, so steady-state reads do not allocate.
+[[gnu::noinline]] void slice_any_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst,
+                                      std::vector<int64_t>& shape) {
+  shape.assign(src.shape().begin(), src.shape().end());
+  shape[0] = rows;
+  dst.resize(src.dtype(), shape);
+  copy_rows(src, row, dst, 0, rows);
+}
+
+// dst = rows [row, row + rows) of src.
+inline void slice_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst, std::vector<int64_t>& shape) {
   // A vector into a vector of its dtype (what a pipe's reader gets back from its queue): only the
   // length changes, and resize_dim0's inline path keeps the storage.
   if (plain_vector(src) && dst.ndim() == 1 && dst.dtype() == src.dtype()) {
@@ -123,10 +132,7 @@ void slice_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst, std::
     copy_vector_rows(src, row, dst, 0, rows);
     return;
   }
-  shape.assign(src.shape().begin(), src.shape().end());
-  shape[0] = rows;
-  dst.resize(src.dtype(), shape);
-  copy_rows(src, row, dst, 0, rows);
+  slice_any_rows(src, row, rows, dst, shape);
 }
 
 [[noreturn]] void throw_0d_field(const OperatorBase& op, const DatasetTree& tree, std::size_t first, std::size_t i) {
@@ -615,7 +621,7 @@ inline void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t 
 }
 
 // a += rows of b, growing a's storage geometrically (amortized linear over many appends).
-void append_rows(Tensor& a, const Tensor& b) {
+inline void append_rows(Tensor& a, const Tensor& b) {
   const int64_t old = a.dim(0);
   a.resize_dim0(old + b.dim(0), /*zero_new=*/false);  // every new row is copied next
   if (plain_vector(b))
