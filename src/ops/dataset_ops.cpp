@@ -302,16 +302,8 @@ class ReadNextBatchOp final : public OperatorBase {
       rows = std::min(rows, t.dim(0));
     }
     int64_t start = 0;
-    int64_t n = 0;
-    {
-      std::lock_guard lk(cursor.mutex());
-      std::vector<int64_t>& off = cursor.offsets_locked();
-      if (off.empty()) off.assign(1, 0);
-      if (off.size() != 1 || off[0] > rows) return false;
-      start = off[0];
-      n = std::min(rows - start, batch_size_);
-      off[0] += n;
-    }
+    int64_t n = cursor.claim_flat(rows, batch_size_, start);
+    if (n < 0) return false;
     if (enforce_batch_size_ && n < batch_size_) n = 0;  // as in run(): the cursor moved, the outputs are empty
     for (std::size_t i = 0; i < nf; ++i) slice_rows(*data_.fields[i], start, n, output(i), shape_);
     return true;

@@ -116,6 +116,8 @@ void DatasetTree::advance(std::span<const LengthsView> lengths, std::span<const 
 
 std::vector<int64_t> TreeCursor::offsets() const {
   std::lock_guard lk(mu_);
+  const int64_t flat = flat_.load();
+  if (flat != kNotFlat) return {flat};
   return offsets_;
 }
 
@@ -128,12 +130,23 @@ void TreeCursor::set_offsets(std::vector<int64_t> offsets) {
   for (int64_t v : offsets)
     if (v < 0) throw InvalidInput(fmt::format("TreeCursor: offset {} is negative", v));
   std::lock_guard lk(mu_);
+  flat_.store(kNotFlat);  // a claim_flat() racing with this fails its swap and comes back to mu_
   offsets_ = std::move(offsets);
 }
 
 void TreeCursor::reset() {
   std::lock_guard lk(mu_);
+  flat_.store(kNotFlat);
   offsets_.clear();
+}
+
+bool TreeCursor::enter_flat() {
+  std::lock_guard lk(mu_);
+  if (flat_.load() != kNotFlat) return true;  // another reader got here first
+  if (offsets_.size() > 1) return false;
+  flat_.store(offsets_.empty() ? 0 : offsets_[0]);
+  offsets_.clear();
+  return true;
 }
 
 }  // namespace moka

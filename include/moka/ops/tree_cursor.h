@@ -2,6 +2,8 @@
 // TreeCursor (a tree plus a read position, held by the blob CreateTreeCursor writes; §15).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -94,8 +96,9 @@ class DatasetTree {
 ///   c.set_offsets({2, 5});  // resume after 2 top-level rows and 5 "b" values
 ///   c.reset();              // back to the start
 /// @endcode
-/// Thread-safety: every method may be called concurrently; position changes happen under mutex().
-// alignas(64) (and the mutex on its own line): see BlobMutex — readers lock the cursor once per batch.
+/// Thread-safety: every method may be called concurrently; position changes happen under mutex(),
+/// except those of claim_flat(), which moves a one-offset position with a compare-and-swap.
+// alignas(64) (and the mutex on its own line): see BlobMutex — readers use the cursor once per batch.
 class alignas(64) TreeCursor {
  public:
   explicit TreeCursor(std::vector<std::string> field_names) : tree_(std::move(field_names)) {}
@@ -119,12 +122,47 @@ class alignas(64) TreeCursor {
 
   /// @brief The mutex guarding the offsets; operators hold it while they use offsets_locked().
   std::mutex& mutex() const noexcept { return mu_; }
-  /// @brief The offsets themselves. Call only while holding mutex().
-  std::vector<int64_t>& offsets_locked() noexcept { return offsets_; }
+  /// @brief The offsets themselves. Call only while holding mutex(). A position that claim_flat()
+  /// was moving becomes its one offset here again (claim_flat's next call takes it back).
+  std::vector<int64_t>& offsets_locked() {
+    if (flat_.load(std::memory_order_relaxed) != kNotFlat) offsets_.assign(1, flat_.exchange(kNotFlat));
+    return offsets_;
+  }
+
+  /// @brief Claims the next rows of a record without lists (one offset; ReadNextBatch's usual
+  /// read): up to `batch` rows of `rows`. Sets `start` and returns how many were claimed (0 at the
+  /// end), or returns -1, changing nothing, when the cursor holds more than one offset or one past
+  /// `rows`. Lock-free from the second call on: one compare-and-swap per batch, where the mutex's lock
+  /// and unlock were two locked instructions.
+  int64_t claim_flat(int64_t rows, int64_t batch, int64_t& start) {
+    int64_t cur = flat_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (cur == kNotFlat) {
+        if (!enter_flat()) return -1;
+        cur = flat_.load(std::memory_order_relaxed);
+        continue;
+      }
+      if (cur > rows) return -1;
+      const int64_t n = std::min(rows - cur, batch);
+      // The claimed rows are only read (the dataset's fields do not change while it is read), so
+      // the swap publishes nothing: relaxed is enough, and on x86 it is the same instruction.
+      if (flat_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) {
+        start = cur;
+        return n;
+      }
+    }
+  }
 
  private:
+  static constexpr int64_t kNotFlat = -1;
+  // Under mu_: moves an empty or one-offset position into flat_; false when it holds more offsets.
+  bool enter_flat();
+
   DatasetTree tree_;
   alignas(64) mutable std::mutex mu_;
+  // The position while claim_flat() moves it (then offsets_ is empty), else kNotFlat. Only holders
+  // of mu_ set or clear it; claim_flat() advances it.
+  std::atomic<int64_t> flat_{kNotFlat};
   std::vector<int64_t> offsets_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <set>
@@ -90,6 +91,86 @@ TEST(TreeCursor, OffsetsForCheckpointing) {
   c.reset();
   EXPECT_TRUE(c.offsets().empty());
   EXPECT_EQ(c.field_names(), kNested);
+}
+
+// claim_flat moves a one-offset position without the mutex; everything that uses the mutex (offsets()
+// for checkpoints, set_offsets, reset, offsets_locked for the other reads) still sees and sets it.
+TEST(TreeCursor, FlatClaimsAndTheLockedPositionAreOne) {
+  TreeCursor c({"a", "b"});
+  int64_t start = -1;
+  EXPECT_EQ(c.claim_flat(10, 4, start), 4);  // from the empty position
+  EXPECT_EQ(start, 0);
+  EXPECT_EQ(c.offsets(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(c.claim_flat(10, 4, start), 4);
+  EXPECT_EQ(start, 4);
+  EXPECT_EQ(c.claim_flat(10, 4, start), 2);  // the last, partial batch
+  EXPECT_EQ(start, 8);
+  EXPECT_EQ(c.claim_flat(10, 4, start), 0);  // at the end: nothing, and stays there
+  EXPECT_EQ(c.offsets(), (std::vector<int64_t>{10}));
+  EXPECT_EQ(c.claim_flat(9, 4, start), -1);  // past the end of fewer rows: the caller reports it
+  EXPECT_EQ(c.offsets(), (std::vector<int64_t>{10}));
+  c.set_offsets({3});  // a restored checkpoint
+  EXPECT_EQ(c.claim_flat(10, 4, start), 4);
+  EXPECT_EQ(start, 3);
+  {
+    std::lock_guard lk(c.mutex());
+    std::vector<int64_t>& off = c.offsets_locked();  // as a nested or random read takes it
+    EXPECT_EQ(off, (std::vector<int64_t>{7}));
+    off[0] = 8;
+  }
+  EXPECT_EQ(c.offsets(), (std::vector<int64_t>{8}));
+  EXPECT_EQ(c.claim_flat(10, 4, start), 2);
+  EXPECT_EQ(start, 8);
+  c.reset();
+  EXPECT_TRUE(c.offsets().empty());
+  EXPECT_EQ(c.claim_flat(10, 4, start), 4);
+  EXPECT_EQ(start, 0);
+  // A nested position is not a flat one.
+  TreeCursor nested(kNested);
+  nested.set_offsets({1, 2, 3, 1});
+  EXPECT_EQ(nested.claim_flat(10, 4, start), -1);
+  EXPECT_EQ(nested.offsets(), (std::vector<int64_t>{1, 2, 3, 1}));
+}
+
+// Flat readers on several threads claim every row exactly once while another thread takes the
+// position under the mutex again and again (as checkpoints, and the other reads, do).
+TEST(TreeCursor, ConcurrentFlatReadsClaimEveryRowOnce) {
+  constexpr int64_t kRows = 1000000, kBatch = 3;
+  constexpr int kThreads = 3;
+  TreeCursor c({"a"});
+  std::vector<std::vector<int64_t>> claimed(kThreads);
+  std::atomic<int> done{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kThreads; ++t) {
+    readers.emplace_back([&, t] {
+      int64_t start = 0;
+      for (int64_t n; (n = c.claim_flat(kRows, kBatch, start)) > 0;)
+        for (int64_t k = 0; k < n; ++k) claimed[t].push_back(start + k);
+      done.fetch_add(1);
+    });
+  }
+  int64_t last = 0;
+  int went_back = 0;
+  while (done.load() < kThreads) {
+    const std::vector<int64_t> off = c.offsets();
+    const int64_t now = off.empty() ? 0 : off.at(0);
+    if (now < last) ++went_back;
+    last = now;
+    {
+      std::lock_guard lk(c.mutex());
+      const std::vector<int64_t>& locked = c.offsets_locked();
+      if (!locked.empty() && locked[0] < last) ++went_back;
+    }
+  }
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(went_back, 0);
+  std::vector<int64_t> all;
+  for (const auto& v : claimed) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> want(kRows);
+  std::iota(want.begin(), want.end(), 0);
+  EXPECT_EQ(all, want);
+  EXPECT_EQ(c.offsets(), (std::vector<int64_t>{kRows}));
 }
 
 TEST(DatasetOps, CreateTreeCursorAndReset) {
