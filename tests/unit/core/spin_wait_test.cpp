@@ -164,16 +164,18 @@ TEST(SpinWait, SpinYieldUntilReturnsWhenReadyOrAfterItsSpinTime) {
   EXPECT_EQ(tries, 5) << "ready() is asked once per spin, and spinning stops as soon as it holds";
 
   std::atomic<bool> flag{false};
+  // The setter waits long enough that a spinner preempted by a busy machine (a sanitizer build
+  // beside it once stopped one for over 5 ms) still returns first.
   std::thread setter([&] {
-    std::this_thread::sleep_for(milliseconds(5));
+    std::this_thread::sleep_for(milliseconds(500));
     flag.store(true);
   });
   const auto start = steady_clock::now();
-  EXPECT_FALSE(spin_yield_until(std::chrono::microseconds(50), [&] { return flag.load(); }))
-      << "a condition that holds only after 5 ms is not awaited past the 50 µs spin time";
+  const bool got = spin_yield_until(std::chrono::microseconds(50), [&] { return flag.load(); });
+  const auto took = steady_clock::now() - start;
+  EXPECT_FALSE(got) << "a condition that holds only after 500 ms is not awaited past the 50 µs spin time";
+  EXPECT_LT(took, milliseconds(250));
   setter.join();
-  // Generous: a preempted VM thread may stop for a while, but not for the setter's whole 5 ms plus.
-  EXPECT_LT(steady_clock::now() - start, milliseconds(250));
   EXPECT_TRUE(spin_yield_until(std::chrono::microseconds(50), [&] { return flag.load(); }));
 }
 
