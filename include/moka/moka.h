@@ -30,6 +30,7 @@
 #include "moka/exec/net.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/exec/prepared_plan.h"
+#include "moka/exec/signal_cancellation.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/io/cached_reader.h"
 #include "moka/io/dataset.h"

@@ -108,4 +108,9 @@ inline void preempt_point() noexcept {
 /// Thread-safety: for the calling thread; job must not wait except through yield_until_ready.
 void run_on_fibers(std::size_t n, const std::function<void(std::size_t)>& job);
 
+/// The most jobs one concurrent iteration runs as fibers: each fiber has a stack of its own, all
+/// made before the first runs, so a num_concurrent_instances of 2·10^9 would exhaust memory before
+/// anything ran (or a cancellation could be seen). Larger iterations run on threads.
+inline constexpr std::size_t kMaxFiberJobs = 4096;
+
 }  // namespace moka::detail

@@ -53,13 +53,21 @@ struct Block {
       cv.notify_all();
     }
   }
+  void finish_many(std::size_t n) {
+    if (remaining.fetch_sub(n) == n) {
+      std::lock_guard lk(mu);
+      cv.notify_all();
+    }
+  }
   bool settled(const CompiledStep& c) const {
     return remaining.load() == 0 || failed.load() || c.got_failure.load();
   }
 };
 
 bool run_job(CompiledStep& c, std::size_t id) {
-  if (c.got_failure.load()) return true;
+  // After a failure or a cancellation the jobs not started yet end at once: an iteration of
+  // num_concurrent_instances 2·10^9 must not run each of them to find out.
+  if (c.got_failure.load() || c.cancelled.load(std::memory_order_relaxed)) return true;
   try {
     execute(*c.recurring[id]);
     return true;
@@ -87,9 +95,11 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   // reach the step through a raw pointer — this thread keeps c alive until every job has called
   // finish() (or forever, when it gives up on a stuck one), so its last reference dies here — but
   // share the Block: finish() still uses it after the waiter may have woken and returned.
-  WorkerPool::global().submit_batch(jobs, [step = c.get(), block, n](std::size_t j) {
-    block->finish(run_job(*step, j % n));
-  });
+  // Once the step is cancelled (an error, or from outside) the jobs not started yet are skipped in
+  // one go: a num_concurrent_instances of 2·10^9 ends within the pool's next claim.
+  WorkerPool::global().submit_batch(
+      jobs, [step = c.get(), block, n](std::size_t j) { block->finish(run_job(*step, j % n)); }, &c->cancelled,
+      [block](std::size_t, std::size_t skipped) { block->finish_many(skipped); });
 
   BlockingScope blocking;  // on a pool worker: let the queued substeps run meanwhile
   spin_yield_until(std::chrono::microseconds(50), [&] { return block->settled(*c); });
@@ -138,7 +148,8 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     const bool sequential = (!step.concurrent_substeps.value_or(false) || step.substep.size() <= 1) &&
                             step.num_concurrent_instances.value_or(1) <= 1;
     // Decided once per run of the step (Concurrency::automatic reads the CPUs this thread may use).
-    const bool on_fibers = !sequential && c.fiber_safe && runs_on_fibers(c.ctx.options.concurrency);
+    const bool on_fibers = !sequential && c.fiber_safe && concurrent_jobs(c) <= kMaxFiberJobs &&
+                           runs_on_fibers(c.ctx.options.concurrency);
     for (int64_t iter = 0; c.keep_going(iter); ++iter) {
       if (sequential) {
         for (auto& sub : c.recurring) {

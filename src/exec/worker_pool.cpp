@@ -47,9 +47,16 @@ void WorkerPool::submit(std::function<void()> job) {
 }
 
 void WorkerPool::submit_batch(std::size_t count, std::function<void(std::size_t)> fn) {
+  submit_batch(count, std::move(fn), nullptr, {});
+}
+
+void WorkerPool::submit_batch(std::size_t count, std::function<void(std::size_t)> fn, const std::atomic<bool>* stop,
+                              std::function<void(std::size_t, std::size_t)> skip) {
   if (count == 0) return;
   auto* batch = new Batch;
   batch->fn = std::move(fn);
+  batch->stop = stop;
+  batch->skip = std::move(skip);
   batch->count = count;
   batch->unfinished.store(count, std::memory_order_relaxed);
   std::lock_guard lk(mu_);
@@ -91,14 +98,19 @@ void WorkerPool::worker_loop() {
       std::function<void()> job;
       Batch* batch = front.batch;
       std::size_t index = 0;
+      std::size_t claimed = 1;
       if (batch) {
         index = batch->next++;
+        if (batch->stop && batch->stop->load(std::memory_order_relaxed)) {
+          claimed = batch->count - index;  // given up: this worker takes the rest at once
+          batch->next = batch->count;
+        }
         if (batch->next == batch->count) queue_.pop_front();
       } else {
         job = std::move(front.single);
         queue_.pop_front();
       }
-      --queued_;
+      queued_ -= claimed;
       pending_.store(queued_, std::memory_order_release);
       ++running_;
       ++started_;
@@ -106,8 +118,11 @@ void WorkerPool::worker_loop() {
       wake_locked();  // more startable jobs: hand them to other workers now
       lk.unlock();
       if (batch) {
-        batch->fn(index);
-        if (batch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) delete batch;
+        if (claimed == 1 && !(batch->stop && batch->stop->load(std::memory_order_relaxed)))
+          batch->fn(index);
+        else
+          batch->skip(index, claimed);
+        if (batch->unfinished.fetch_sub(claimed, std::memory_order_acq_rel) == claimed) delete batch;
       } else {
         job();
         job = nullptr;  // destroy captures outside the lock

@@ -39,6 +39,11 @@ class WorkerPool final : public BlockingObserver {
   /// each starts promptly as if submitted alone. fn must not throw; it is destroyed after the
   /// last job returns.
   void submit_batch(std::size_t count, std::function<void(std::size_t)> fn);
+  /// @brief submit_batch that can be given up: once `*stop` is true, the next worker to claim an
+  /// index claims all that are left and calls `skip(first, n)` once instead of fn for each (so a
+  /// cancelled batch of 2·10^9 jobs ends at once). `stop` must outlive the batch's jobs.
+  void submit_batch(std::size_t count, std::function<void(std::size_t)> fn, const std::atomic<bool>* stop,
+                    std::function<void(std::size_t first, std::size_t n)> skip);
   std::size_t num_threads() const;
   std::size_t num_idle() const;
   /// How many jobs run at once when none waits.
@@ -65,6 +70,8 @@ class WorkerPool final : public BlockingObserver {
   // Jobs of one submit_batch: claimed one index at a time; the last job to finish frees it.
   struct Batch {
     std::function<void(std::size_t)> fn;
+    const std::atomic<bool>* stop = nullptr;                   // see the four-argument submit_batch
+    std::function<void(std::size_t, std::size_t)> skip;
     std::size_t count = 0;
     std::size_t next = 0;                // next index to claim (mu_ held)
     std::atomic<std::size_t> unfinished{0};
