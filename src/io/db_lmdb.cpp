@@ -22,7 +22,30 @@ constexpr size_t kMapSize = size_t{1} << 40;
 constexpr size_t kMinMapSize = size_t{1} << 30;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what, int rc) {
-  throw RuntimeError(fmt::format("lmdb db '{}': {}: {}", path, what, mdb_strerror(rc)));
+  const std::string message = fmt::format("lmdb db '{}': {}: {}", path, what, mdb_strerror(rc));
+  if (rc == MDB_CORRUPTED || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_PAGE_NOTFOUND)
+    throw CorruptData(message);
+  throw RuntimeError(message);
+}
+
+// LMDB maps data.mdb and trusts it: a page past the end of a truncated file is not an error but a
+// SIGBUS when touched. So before any page is read, the file must hold every page its meta page
+// says is in use (pages 0..last_pgno).
+void check_not_truncated(MDB_env* env, const std::string& path, const std::string& data) {
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  int rc = mdb_env_info(env, &info);
+  if (rc == 0) rc = mdb_env_stat(env, &stat);
+  if (rc != 0) fail(path, "cannot read the environment's meta page", rc);
+  struct stat sb {};
+  if (::stat(data.c_str(), &sb) != 0)
+    throw RuntimeError(fmt::format("lmdb db '{}': cannot stat {}: {}", path, data, std::strerror(errno)));
+  const unsigned long long needed =
+      (static_cast<unsigned long long>(info.me_last_pgno) + 1) * static_cast<unsigned long long>(stat.ms_psize);
+  if (static_cast<unsigned long long>(sb.st_size) < needed)
+    throw CorruptData(fmt::format("lmdb db '{}': {} is truncated: {} bytes, but its meta page uses {} pages of {} "
+                                  "bytes ({} bytes)",
+                                  path, data, sb.st_size, info.me_last_pgno + 1, stat.ms_psize, needed));
 }
 
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
@@ -208,6 +231,7 @@ class LmdbDb final : public DB {
       env_->env = nullptr;
     }
     if (rc != 0) fail(path, fmt::format("cannot open ({} mode)", to_string(mode)), rc);
+    check_not_truncated(env_->env, path, data);
     if (mode != DbMode::Read) fsync_parent_dir(data);  // data.mdb's directory entry is durable
 
     MDB_txn* txn = nullptr;

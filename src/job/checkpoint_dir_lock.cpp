@@ -42,26 +42,18 @@ CheckpointDirLock::CheckpointDirLock(const std::string& dir, bool remove_tempora
   create_durably(fs::path(dir), dir);
   const std::string lock_path = dir + "/moka.lock";
   fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+    // A finished checkpoint on a read-only mount (or one this user may only read) can still be
+    // resumed and read: hold it shared, so that no writer starts while it is read.
+    writable_ = false;
+    read_only_reason_ = fmt::format("cannot open {} for writing: {}", lock_path, errno_text(errno));
+    fd_ = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ >= 0) lock(LOCK_SH, dir, lock_path);
+    return;
+  }
   if (fd_ < 0)
     throw RuntimeError(fmt::format("checkpoint directory '{}': cannot open {}: {}", dir, lock_path, errno_text(errno)));
-  int rc = 0;
-  do {
-    rc = ::flock(fd_, LOCK_EX | LOCK_NB);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    const int err = errno;
-    char holder[32] = {};
-    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
-    ::close(fd_);
-    fd_ = -1;
-    if (err == EWOULDBLOCK) {
-      std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string("unknown");
-      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-      throw RuntimeError(fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds {})",
-                                     dir, pid, lock_path));
-    }
-    throw RuntimeError(fmt::format("checkpoint directory '{}': cannot lock {}: {}", dir, lock_path, errno_text(err)));
-  }
+  lock(LOCK_EX, dir, lock_path);
   // The holder's pid, for the message a second run gets (not needed for the lock itself).
   const std::string pid = fmt::format("{}\n", ::getpid());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
@@ -77,6 +69,26 @@ CheckpointDirLock::CheckpointDirLock(const std::string& dir, bool remove_tempora
     if (::unlink(entry.path().c_str()) == 0) removed_.push_back(name);
   }
   if (ec) throw RuntimeError(fmt::format("checkpoint directory '{}': cannot list it: {}", dir, ec.message()));
+}
+
+void CheckpointDirLock::lock(int operation, const std::string& dir, const std::string& lock_path) {
+  int rc = 0;
+  do {
+    rc = ::flock(fd_, operation | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return;
+  const int err = errno;
+  char holder[32] = {};
+  const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+  ::close(fd_);
+  fd_ = -1;
+  if (err == EWOULDBLOCK) {
+    std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string("unknown");
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    throw RuntimeError(fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds {})",
+                                   dir, pid, lock_path));
+  }
+  throw RuntimeError(fmt::format("checkpoint directory '{}': cannot lock {}: {}", dir, lock_path, errno_text(err)));
 }
 
 CheckpointDirLock::~CheckpointDirLock() {

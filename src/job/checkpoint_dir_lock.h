@@ -16,6 +16,10 @@ namespace moka::detail {
 /// kernel drops the lock when the process dies, SIGKILL included, so a resumed run never finds
 /// a stale lock.
 ///
+/// A directory that exists but cannot be written (a read-only mount, or no write permission) is held
+/// read-only: a shared flock on an existing `moka.lock` (none when the file cannot be opened), no
+/// sweep. Such a run can resume a finished checkpoint and read it, not save: writable() is false.
+///
 /// Errors: RuntimeError naming the directory when it cannot be created ("cannot create checkpoint
 /// directory 'D': ...") or opened, and when another
 /// run (in this or another process) holds it: "checkpoint directory 'D' is in use by another job
@@ -31,9 +35,17 @@ class CheckpointDirLock {
 
   /// @brief The temporary files the constructor removed (file names, in directory order).
   const std::vector<std::string>& removed_temporaries() const noexcept { return removed_; }
+  /// @brief False when the directory is held read-only (see above).
+  bool writable() const noexcept { return writable_; }
+  /// @brief Why the directory is read-only ("" when writable).
+  const std::string& read_only_reason() const noexcept { return read_only_reason_; }
 
  private:
+  void lock(int operation, const std::string& dir, const std::string& lock_path);
+
   int fd_ = -1;
+  bool writable_ = true;
+  std::string read_only_reason_;
   std::vector<std::string> removed_;
 };
 

@@ -7,11 +7,13 @@
 #include "moka/build/ops.h"
 #include "moka/build/task_output.h"
 #include "moka/core/error.h"
+#include "moka/job/checkpoint_manifest.h"
 #include "moka/session/session.h"
 
 namespace moka {
 
 std::string get_ckpt_filename(const std::string& node_name, int64_t epoch) {
+  check_checkpoint_node_name(node_name);  // "../x" must not name a file outside the directory
   return fmt::format("{}.{}", node_name, epoch);
 }
 

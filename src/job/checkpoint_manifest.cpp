@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "moka/core/error.h"
 #include "moka/io/db.h"
@@ -34,9 +35,26 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kManifestPrefix = "moka-manifest.";
 constexpr std::string_view kManifestSuffix = ".json";
 constexpr std::string_view kManifestFormat = "moka-checkpoint-manifest";
-constexpr int kManifestVersion = 1;
+// Version 2: files named relative to the directory, the job digest, the manifest's own checksum.
+constexpr int kManifestVersion = 2;
 
 std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+// The manifest's own checksum: XXH3-64 of the compact JSON of every field but "checksum", in the
+// order written (ordered_json keeps the order it parsed). The same values give the same text on
+// both sides, whatever whitespace or escapes a person's editor wrote.
+std::string manifest_checksum(const Json& without_checksum) {
+  const std::string body = without_checksum.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return hex64(XXH3_64bits(body.data(), body.size()));
+}
+
+// Parses a 16-digit lower- or upper-case hex number.
+std::optional<uint64_t> parse_hex64(const std::string& hex) {
+  uint64_t x = 0;
+  auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), x, 16);
+  if (hex.size() != 16 || ec != std::errc() || end != hex.data() + hex.size()) return std::nullopt;
+  return x;
+}
 
 // Parses "moka-manifest.<epoch>.json"; nullopt for any other name.
 std::optional<int64_t> epoch_of_manifest_name(std::string_view name) {
@@ -85,6 +103,32 @@ std::string manifest_path(const std::string& dir, int64_t epoch) {
   return (fs::path(dir) / fmt::format("{}{}{}", kManifestPrefix, epoch, kManifestSuffix)).string();
 }
 
+std::string checkpoint_db_path(const std::string& dir, const CheckpointFile& file) {
+  return (fs::path(dir) / file.db).string();
+}
+
+namespace {
+// Why `name` cannot be one path component inside a checkpoint directory; empty when it can.
+std::string bad_component(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name == "." || name == "..") return fmt::format("\"{}\" names a directory", name);
+  for (char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '/' || ch == '\\') return fmt::format("it contains '{}'", ch);
+    if (c < 0x20 || c == 0x7f) return fmt::format("it contains the control character 0x{:02x}", c);
+  }
+  return {};
+}
+}  // namespace
+
+void check_checkpoint_node_name(std::string_view node) {
+  const std::string why = bad_component(node);
+  if (!why.empty())
+    throw InvalidInput(fmt::format("node name \"{}\" cannot name a checkpoint file: {} (a checkpoint directory "
+                                   "holds `<node>.<epoch>` files and nothing outside it)",
+                                   node, why));
+}
+
 std::string to_json(const CheckpointManifest& manifest) {
   Json files = Json::array();
   for (const auto& f : manifest.files) {
@@ -99,8 +143,10 @@ std::string to_json(const CheckpointManifest& manifest) {
          {"epoch", manifest.epoch},
          {"db_type", manifest.db_type},
          {"stop", manifest.stop},
+         {"job", manifest.job},
          {"files", std::move(files)}};
-  return j.dump(2) + "\n";
+  j["checksum"] = manifest_checksum(j);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 CheckpointManifest manifest_from_json(std::string_view text, std::string_view where) {
@@ -117,27 +163,46 @@ CheckpointManifest manifest_from_json(std::string_view text, std::string_view wh
     if (!j.is_object()) throw bad("not a JSON object");
     if (j.value("format", std::string()) != kManifestFormat) throw bad("\"format\" is not \"moka-checkpoint-manifest\"");
     if (!j.contains("version") || !j["version"].is_number_integer()) throw bad("no integer \"version\"");
-    if (j["version"].get<int>() != kManifestVersion) {
-      throw bad(fmt::format("version {} is not supported (this moka reads version {})", j["version"].get<int>(),
+    if (j["version"].get<int64_t>() != kManifestVersion) {
+      throw bad(fmt::format("version {} is not supported (this moka reads version {})", j["version"].get<int64_t>(),
                             kManifestVersion));
     }
+    // The checksum first: a manifest edited by hand (say "stop" turned false) is not trusted at all.
+    if (!j.contains("checksum") || !j["checksum"].is_string()) throw bad("no string \"checksum\"");
+    const std::string recorded = j["checksum"].get<std::string>();
+    Json rest = j;
+    rest.erase("checksum");
+    const std::string actual = manifest_checksum(rest);
+    const auto recorded_value = parse_hex64(recorded);
+    if (!recorded_value || *recorded_value != *parse_hex64(actual))
+      throw bad(fmt::format("its checksum {} does not match its content ({}): the manifest was damaged or edited",
+                            recorded, actual));
     CheckpointManifest m;
     if (!j.contains("epoch") || !j["epoch"].is_number_integer()) throw bad("no integer \"epoch\"");
     m.epoch = j["epoch"].get<int64_t>();
     if (!j.contains("db_type") || !j["db_type"].is_string()) throw bad("no string \"db_type\"");
     m.db_type = j["db_type"].get<std::string>();
-    if (j.contains("stop")) {
-      if (!j["stop"].is_boolean()) throw bad("\"stop\" is not a boolean");
-      m.stop = j["stop"].get<bool>();
-    }
+    if (m.db_type.empty()) throw bad("\"db_type\" is empty");
+    if (!j.contains("stop") || !j["stop"].is_boolean()) throw bad("no boolean \"stop\"");
+    m.stop = j["stop"].get<bool>();
+    if (!j.contains("job") || !j["job"].is_string()) throw bad("no string \"job\"");
+    m.job = j["job"].get<std::string>();
     if (!j.contains("files") || !j["files"].is_array()) throw bad("no array \"files\"");
+    if (j["files"].empty()) throw bad("\"files\" is empty (a committed epoch has one file per checkpointed node)");
+    std::set<std::string> nodes;
     for (const auto& f : j["files"]) {
       if (!f.is_object()) throw bad("an entry of \"files\" is not an object");
       CheckpointFile cf;
       if (!f.contains("node") || !f["node"].is_string()) throw bad("a file entry has no string \"node\"");
       cf.node = f["node"].get<std::string>();
+      if (!nodes.insert(cf.node).second) throw bad(fmt::format("node '{}' has two files", cf.node));
       if (!f.contains("db") || !f["db"].is_string()) throw bad(fmt::format("file of node '{}' has no \"db\"", cf.node));
       cf.db = f["db"].get<std::string>();
+      // One name inside the directory: an absolute or "../" path would read (and retention delete)
+      // files of some other directory.
+      if (const std::string why = bad_component(cf.db); !why.empty())
+        throw bad(fmt::format("file of node '{}' is \"{}\", not a file name inside the checkpoint directory ({})",
+                              cf.node, cf.db, why));
       for (const char* key : {"records", "bytes"}) {
         if (!f.contains(key) || !f[key].is_number_unsigned()) {
           throw bad(fmt::format("file of node '{}' has no unsigned \"{}\"", cf.node, key));
@@ -145,13 +210,9 @@ CheckpointManifest manifest_from_json(std::string_view text, std::string_view wh
       }
       cf.digest.records = f["records"].get<uint64_t>();
       cf.digest.bytes = f["bytes"].get<uint64_t>();
-      const std::string hex = f.value("xxh3", std::string());
-      uint64_t x = 0;
-      auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), x, 16);
-      if (hex.size() != 16 || ec != std::errc() || end != hex.data() + hex.size()) {
-        throw bad(fmt::format("file of node '{}' has no 16-digit hex \"xxh3\"", cf.node));
-      }
-      cf.digest.xxh3 = x;
+      const auto x = parse_hex64(f.value("xxh3", std::string()));
+      if (!x) throw bad(fmt::format("file of node '{}' has no 16-digit hex \"xxh3\"", cf.node));
+      cf.digest.xxh3 = *x;
       m.files.push_back(std::move(cf));
     }
     return m;
@@ -207,19 +268,35 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   detail::fsync_parent_dir(path);
 }
 
+namespace {
+// The name of `db` inside `dir`; InvalidInput when it does not lie directly there.
+std::string name_in_dir(const std::string& dir, const std::string& db, int64_t epoch, const std::string& node) {
+  const fs::path base = fs::absolute(fs::path(dir)).lexically_normal();
+  const fs::path file = fs::absolute(fs::path(db)).lexically_normal();
+  auto strip = [](fs::path p) { return p.has_filename() ? p : p.parent_path(); };
+  if (strip(file.parent_path()) != strip(base) || !bad_component(file.filename().string()).empty())
+    throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: the DB '{}' of node '{}' does not lie in the "
+                                   "checkpoint directory '{}' (a checkpoint directory must be self-contained)",
+                                   epoch, db, node, dir));
+  return file.filename().string();
+}
+}  // namespace
+
 CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
                                      const std::vector<std::pair<std::string, std::string>>& node_dbs,
-                                     bool stop) {
+                                     bool stop, const std::string& job) {
   if (epoch < 0) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: epochs are >= 0", epoch));
   if (node_dbs.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", epoch));
-  CheckpointManifest m{.epoch = epoch, .db_type = db_type, .files = {}, .stop = stop};
+  if (db_type.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no db_type", epoch));
+  CheckpointManifest m{.epoch = epoch, .db_type = db_type, .files = {}, .stop = stop, .job = job};
   std::set<std::string> nodes;
   for (const auto& [node, db] : node_dbs) {
     if (!nodes.insert(node).second) {
       throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: node '{}' listed twice", epoch, node));
     }
+    const std::string name = name_in_dir(dir, db, epoch, node);
     try {
-      m.files.push_back({.node = node, .db = db, .digest = digest_db(db_type, db)});
+      m.files.push_back({.node = node, .db = name, .digest = digest_db(db_type, db)});
     } catch (Error& e) {
       e.add_context(fmt::format("committing checkpoint epoch {} (node '{}')", epoch, node));
       throw;
@@ -244,7 +321,7 @@ std::vector<int64_t> committed_epochs(const std::string& dir) {
   return epochs;
 }
 
-CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch) {
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes) {
   const std::string path = manifest_path(dir, epoch);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -254,31 +331,40 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch) {
   if (m.epoch != epoch) {
     throw CorruptData(fmt::format("checkpoint manifest '{}' is invalid: it names epoch {}", path, m.epoch));
   }
+  for (const auto& node : nodes) {
+    if (std::none_of(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; })) {
+      std::vector<std::string> has;
+      for (const auto& f : m.files) has.push_back(f.node);
+      throw CorruptData(fmt::format("checkpoint epoch {} has no file for node '{}' (manifest '{}' has {})", epoch,
+                                    node, path, fmt::join(has, ", ")));
+    }
+  }
   for (const auto& f : m.files) {
+    const std::string db = checkpoint_db_path(dir, f);
     DbDigest actual;
     try {
-      actual = digest_db(m.db_type, f.db);
+      actual = digest_db(m.db_type, db);
     } catch (Error& e) {
       throw CorruptData(fmt::format("checkpoint epoch {}: {} DB '{}' of node '{}' cannot be read: {}", epoch,
-                                    m.db_type, f.db, f.node, e.what()));
+                                    m.db_type, db, f.node, e.what()));
     }
     if (actual != f.digest) {
       throw CorruptData(fmt::format(
           "checkpoint epoch {}: {} DB '{}' of node '{}' does not match manifest '{}' "
           "(records {} vs {}, bytes {} vs {}, xxh3 {} vs {})",
-          epoch, m.db_type, f.db, f.node, path, actual.records, f.digest.records, actual.bytes, f.digest.bytes,
+          epoch, m.db_type, db, f.node, path, actual.records, f.digest.records, actual.bytes, f.digest.bytes,
           hex64(actual.xxh3), hex64(f.digest.xxh3)));
     }
   }
   return m;
 }
 
-ResumeChoice find_resume_epoch(const std::string& dir) {
+ResumeChoice find_resume_epoch(const std::string& dir, const std::vector<std::string>& nodes) {
   ResumeChoice choice;
   const auto epochs = committed_epochs(dir);
   for (auto it = epochs.rbegin(); it != epochs.rend(); ++it) {
     try {
-      choice.manifest = verify_checkpoint(dir, *it);
+      choice.manifest = verify_checkpoint(dir, *it, nodes);
       choice.epoch = *it;
       break;
     } catch (const Error& e) {
@@ -324,10 +410,88 @@ std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPoli
       throw RuntimeError(fmt::format("cannot delete checkpoint manifest '{}': {}", path, std::strerror(errno)));
     }
     detail::fsync_parent_dir(path);
-    for (const auto& f : m.files) remove_db(f.db);
+    for (const auto& f : m.files) remove_db(checkpoint_db_path(dir, f));
     deleted.push_back(epoch);
   }
   return deleted;
+}
+
+std::vector<int64_t> discard_checkpoints(const std::string& dir) {
+  std::vector<int64_t> deleted;
+  for (const int64_t epoch : committed_epochs(dir)) {
+    const std::string path = manifest_path(dir, epoch);
+    std::optional<CheckpointManifest> m;
+    try {
+      m = manifest_from_json(read_whole_file(path), path);
+    } catch (const Error&) {
+      // Unreadable: its files cannot be known; the manifest alone goes (its epoch stops existing).
+    }
+    uncommit_checkpoint(dir, epoch);
+    if (m) {
+      for (const auto& f : m->files) remove_db(checkpoint_db_path(dir, f));
+    }
+    deleted.push_back(epoch);
+  }
+  return deleted;
+}
+
+namespace {
+bool db_types_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string reasons(const std::vector<std::pair<int64_t, std::string>>& skipped) {
+  std::string out;
+  for (const auto& [epoch, why] : skipped) out += fmt::format("{}epoch {}: {}", out.empty() ? "" : "; ", epoch, why);
+  return out;
+}
+
+// A resume from `m` must read it with its own backend and, when both are recorded, the same job.
+void check_resumable(const std::string& dir, const CheckpointManifest& m, const ResumeRequest& request) {
+  if (!request.db_type.empty() && !db_types_equal(request.db_type, m.db_type))
+    throw InvalidInput(fmt::format("checkpoint epoch {} in '{}' was written with db_type '{}', not '{}': the "
+                                   "backend of a checkpoint is fixed when it is written (leave the db type out to "
+                                   "use the checkpoint's)",
+                                   m.epoch, dir, m.db_type, request.db_type));
+  if (!request.accept_changed_job && !request.job.empty() && !m.job.empty() && request.job != m.job)
+    throw InvalidInput(fmt::format("checkpoint epoch {} in '{}' was written by another job (job digest {}, this job's "
+                                   "is {}); resuming it with this job needs an explicit override "
+                                   "(--accept-changed-job, ResumeRequest::accept_changed_job)",
+                                   m.epoch, dir, m.job, request.job));
+}
+}  // namespace
+
+ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request) {
+  for (const auto& node : request.nodes) check_checkpoint_node_name(node);
+  ResumeChoice choice;
+  if (request.epoch) {
+    choice.manifest = verify_checkpoint(dir, *request.epoch, request.nodes);
+    choice.epoch = request.epoch;
+    check_resumable(dir, *choice.manifest, request);
+    return choice;
+  }
+  const std::vector<int64_t> committed = committed_epochs(dir);
+  if (request.latest) {
+    choice = find_resume_epoch(dir, request.nodes);
+    if (choice.epoch) {
+      check_resumable(dir, *choice.manifest, request);
+      return choice;
+    }
+    if (!committed.empty() && request.existing != ExistingCheckpoints::discard)
+      throw InvalidInput(fmt::format("checkpoint directory '{}' holds {} committed epoch(s) and none of them "
+                                     "verifies, so there is nothing to resume from ({}); starting over would "
+                                     "overwrite them: pass --start-over (ExistingCheckpoints::discard) to discard them",
+                                     dir, committed.size(), reasons(choice.skipped)));
+  } else if (!committed.empty() && request.existing == ExistingCheckpoints::refuse) {
+    throw InvalidInput(fmt::format("checkpoint directory '{}' already holds committed checkpoints (newest: epoch "
+                                   "{}); a run from scratch would overwrite them: resume with --resume latest, or "
+                                   "pass --start-over (ExistingCheckpoints::discard) to discard them",
+                                   dir, committed.back()));
+  }
+  if (request.existing == ExistingCheckpoints::discard) (void)discard_checkpoints(dir);
+  return choice;
 }
 
 }  // namespace moka

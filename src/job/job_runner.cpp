@@ -2,6 +2,9 @@
 #include "moka/job/job_runner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <filesystem>
@@ -101,17 +104,34 @@ int64_t JobRunner::train_epochs(Session& session) {
         "JobRunner: the job has no stop condition, so its epoch group would run forever "
         "(add one with Job::add_stop_condition or epoch_limiter)");
   const std::vector<std::string> nodes = job_.nodes_to_checkpoint();
+  check_nodes_to_checkpoint(nodes);
   std::optional<int64_t> resume_from_epoch = options_.resume_from_epoch;
   if (cm) {
     cm->set_params(nodes);
     if (!nodes.empty()) dir_lock_ = lock_checkpoint_dir(checkpoint_dir());  // one training per directory
-    if (options_.resume_latest && !resume_from_epoch) {
-      ResumeChoice choice = find_resume_epoch(checkpoint_dir());
+    // The same start decision run_job makes (prepare_checkpoint_start), before anything runs.
+    ResumeRequest request{.latest = options_.resume_latest && !resume_from_epoch,
+                          .existing = options_.existing,
+                          .nodes = cm->node_names(),
+                          .db_type = cm->db_type()};
+    bool prepared = false;
+    if (request.latest) {
+      ResumeChoice choice = prepare_checkpoint_start(checkpoint_dir(), request);
       for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));
       resume_from_epoch = choice.epoch;
       verified_ = std::move(choice.manifest);
+      prepared = true;
     }
     resume_from_epoch = cm->get_resume_from_epoch_id(resume_from_epoch);
+    if (resume_from_epoch && *resume_from_epoch < 0)
+      throw InvalidInput(fmt::format("JobRunner: resume_from_epoch must be >= 0, got {}", *resume_from_epoch));
+    if (resume_from_epoch && !(verified_ && verified_->epoch == *resume_from_epoch)) {
+      request.latest = false;
+      request.epoch = resume_from_epoch;
+      verified_ = prepare_checkpoint_start(checkpoint_dir(), request).manifest;
+    } else if (!resume_from_epoch && !prepared) {
+      (void)prepare_checkpoint_start(checkpoint_dir(), request);
+    }
   }
   // Background saves snapshot the node workspaces, which only a LocalSession has.
   LocalSession* local = nullptr;
@@ -154,6 +174,19 @@ int64_t JobRunner::train_epochs(Session& session) {
   session.run(job_.download_group());
   session.run(job_.exit_group());
   return epoch;
+}
+
+void JobRunner::check_nodes_to_checkpoint(const std::vector<std::string>& nodes) {
+  std::vector<std::string> used;
+  for (const TaskGroup* g : {&job_.init_group(), &job_.epoch_group(), &job_.download_group(), &job_.exit_group()})
+    for (auto& n : g->used_nodes()) used.push_back(std::move(n));
+  for (const auto& node : nodes) {
+    check_checkpoint_node_name(node);
+    if (std::find(used.begin(), used.end(), node) == used.end())
+      throw InvalidInput(fmt::format("JobRunner: nodes_to_checkpoint names node \"{}\", which has no task in any "
+                                     "group of the job (nodes with tasks: {}); it would checkpoint an empty workspace",
+                                     node, used.empty() ? std::string("none") : fmt::format("{}", fmt::join(used, ", "))));
+  }
 }
 
 std::string JobRunner::checkpoint_dir() const {
@@ -275,9 +308,10 @@ void JobRunner::on_save_failure(int64_t epoch, const std::string& what) {
 bool JobRunner::load_checkpoint(int64_t epoch, Session& session) {
   CheckpointManagerBase* cm = checkpoint_manager_.get();
   if (!cm) throw InvalidInput("JobRunner.load_checkpoint: Checkpoint manager is None (no checkpoint manager given)");
-  // Only a committed epoch whose files all verify is resumed from (resume_latest verified it already).
-  const CheckpointManifest manifest =
-      verified_ && verified_->epoch == epoch ? *verified_ : verify_checkpoint(checkpoint_dir(), epoch);
+  // Only a committed epoch whose files all verify is resumed from (train() verified it already).
+  const CheckpointManifest manifest = verified_ && verified_->epoch == epoch
+                                          ? *verified_
+                                          : verify_checkpoint(checkpoint_dir(), epoch, cm->node_names());
   verified_.reset();
   TaskGroup load = cm->load_task_group(epoch, std::nullopt, std::nullopt);
   session.run(load);

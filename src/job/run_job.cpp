@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -21,7 +22,9 @@
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
+#include "moka/defs/json.h"
 #include "moka/io/blob_serializer.h"
+#include "moka/job/checkpoint_manager.h"
 #include "moka/io/db.h"
 #include "moka/io/save_load.h"
 #include "moka/session/run_task_group.h"
@@ -33,11 +36,19 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kBlobNames = "blob_names";  // Caffe2's CheckpointManager.BLOB_NAMES
+constexpr const char* kDefaultDbType = "minidb";
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string node_db_path(const std::string& dir, const std::string& node, int64_t epoch) {
-  return (fs::path(dir) / fmt::format("{}.{}", node, epoch)).string();  // Caffe2's db_name()
+  return (fs::path(dir) / get_ckpt_filename(node, epoch)).string();  // Caffe2's db_name()
+}
+
+// What the manifests record of a job: a digest of its definition, so a resume with another job file
+// is noticed (formatting and the file's name do not count: the parsed definition is digested).
+std::string job_digest(const JobDef& job) {
+  const std::string text = to_json(job, -1);
+  return fmt::format("xxh3:{:016x}", xxh3_64(std::as_bytes(std::span<const char>(text.data(), text.size()))));
 }
 
 class JobRun {
@@ -52,7 +63,7 @@ class JobRun {
       dir_lock_.emplace(opt_.checkpoint_dir);
       result_.removed_temporaries = dir_lock_->removed_temporaries();
     }
-    std::optional<int64_t> resume = choose_resume_epoch();
+    std::optional<int64_t> resume = checkpointing ? prepare_directory() : std::nullopt;
     if (!resume) {
       run_group(job_.init_group, "init_group");
       if (checkpointing) {
@@ -64,6 +75,11 @@ class JobRun {
     if (resume) {
       finished = load_checkpoint(*resume);
       result_.resumed_from = resume;
+      if (!finished && !dir_lock_->writable())
+        throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
+                                       "save epoch {} there; only an epoch where the job finished can be resumed "
+                                       "from a read-only directory",
+                                       opt_.checkpoint_dir, dir_lock_->read_only_reason(), *resume, *resume + 1));
     }
     // Resuming from the epoch a stop condition ended: the loop is over (decision 13).
     int64_t epoch = resume ? (finished ? *resume : *resume + 1) : 1;
@@ -101,7 +117,8 @@ class JobRun {
       if (ckpt_nodes_.empty()) {
         throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");
       }
-      (void)open_db_type_check();  // the directory is created (durably) when run() locks it
+      if (!opt_.db_type.empty()) check_db_type(opt_.db_type);  // the directory is created when run() locks it
+      for (const auto& node : ckpt_nodes_) check_checkpoint_node_name(node);
     } else if (opt_.resume_latest || opt_.resume_from_epoch) {
       throw InvalidInput("resuming needs a checkpoint directory");
     }
@@ -113,30 +130,38 @@ class JobRun {
     }
   }
 
-  bool open_db_type_check() {
+  void check_db_type(const std::string& type) const {
     const auto types = registered_db_types();
-    std::string lower = opt_.db_type;
+    std::string lower = type;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     for (auto t : types) {
       std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (t == lower) return true;
+      if (t == lower) return;
     }
-    throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", opt_.db_type, fmt::join(types, ", ")));
+    throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", type, fmt::join(types, ", ")));
   }
 
-  // Verifies the resume epoch once; load_checkpoint uses the manifest kept here.
-  std::optional<int64_t> choose_resume_epoch() {
-    ResumeChoice choice;
-    if (opt_.resume_from_epoch) {
-      choice.manifest = verify_checkpoint(opt_.checkpoint_dir, *opt_.resume_from_epoch);
-      choice.epoch = opt_.resume_from_epoch;
-    } else if (opt_.resume_latest) {
-      choice = find_resume_epoch(opt_.checkpoint_dir);
-    } else {
-      return std::nullopt;
-    }
-    if (opt_.on_resume) opt_.on_resume(choice);
+  // Decides, before anything runs, where the run starts (the one decision JobRunner makes too), and
+  // fixes the backend: the resumed checkpoint's, else the one asked for, else minidb.
+  std::optional<int64_t> prepare_directory() {
+    ResumeRequest request{.epoch = opt_.resume_from_epoch,
+                          .latest = opt_.resume_latest,
+                          .existing = opt_.existing,
+                          .nodes = ckpt_nodes_,
+                          .db_type = opt_.db_type,
+                          .job = job_digest(job_),
+                          .accept_changed_job = opt_.accept_changed_job};
+    if (!dir_lock_->writable() && request.existing == ExistingCheckpoints::discard)
+      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): its checkpoints cannot be discarded",
+                                     opt_.checkpoint_dir, dir_lock_->read_only_reason()));
+    ResumeChoice choice = prepare_checkpoint_start(opt_.checkpoint_dir, request);
+    if (!choice.epoch && !dir_lock_->writable())
+      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save "
+                                     "there",
+                                     opt_.checkpoint_dir, dir_lock_->read_only_reason()));
+    if (opt_.on_resume && (opt_.resume_latest || opt_.resume_from_epoch)) opt_.on_resume(choice);
     result_.skipped = choice.skipped;
+    db_type_ = choice.manifest ? choice.manifest->db_type : opt_.db_type.empty() ? kDefaultDbType : opt_.db_type;
     resume_manifest_ = std::move(choice.manifest);
     return choice.epoch;
   }
@@ -204,7 +229,7 @@ class JobRun {
 
   // Loads every checkpointed node of `epoch`; returns whether the job had finished at that epoch.
   bool load_checkpoint(int64_t epoch) {
-    const CheckpointManifest& m = resume_manifest_.value();  // verified by choose_resume_epoch
+    const CheckpointManifest& m = resume_manifest_.value();  // verified by prepare_directory
     if (m.epoch != epoch) throw RuntimeError(fmt::format("internal: resume manifest is epoch {}, not {}", m.epoch, epoch));
     for (const auto& node : ckpt_nodes_) {
       auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
@@ -214,7 +239,7 @@ class JobRun {
       }
       Workspace& ws = nodes_.node(node);
       LoadSpec spec;
-      spec.dbs = {it->db};
+      spec.dbs = {checkpoint_db_path(opt_.checkpoint_dir, *it)};
       spec.db_type = m.db_type;
       spec.absolute_path = true;
       spec.load_all = true;
@@ -222,7 +247,7 @@ class JobRun {
         load_blobs(ws, spec);
         const Blob* list = ws.get_blob(kBlobNames);
         if (!list || !list->is_type<Tensor>() || list->get<Tensor>().dtype() != DType::String) {
-          throw CorruptData(fmt::format("checkpoint '{}' has no string tensor '{}'", it->db, kBlobNames));
+          throw CorruptData(fmt::format("checkpoint '{}' has no string tensor '{}'", spec.dbs.front(), kBlobNames));
         }
         const Tensor& t = list->get<Tensor>();
         blob_lists_[node].assign(t.data<std::string>(), t.data<std::string>() + t.numel());
@@ -254,13 +279,13 @@ class JobRun {
         }
         report.background = true;
         background_bytes_ = report.checkpoint_bytes;
-        background_.start(epoch, opt_.db_type, [this, epoch, stop = report.stop] { commit(epoch, stop); });
+        background_.start(epoch, db_type_, [this, epoch, stop = report.stop] { commit(epoch, stop); });
       } else {
         for (const auto& node : ckpt_nodes_) {
           SaveSpec spec;
           spec.blob_names = blob_lists_.at(node);
           spec.db = node_db_path(opt_.checkpoint_dir, node, epoch);
-          spec.db_type = opt_.db_type;
+          spec.db_type = db_type_;
           spec.absolute_path = true;
           report.checkpoint_bytes += save_blobs(nodes_.node(node), spec).bytes;
         }
@@ -278,7 +303,7 @@ class JobRun {
   void commit(int64_t epoch, bool stop) {
     std::vector<std::pair<std::string, std::string>> files;
     for (const auto& node : ckpt_nodes_) files.emplace_back(node, node_db_path(opt_.checkpoint_dir, node, epoch));
-    commit_checkpoint(opt_.checkpoint_dir, epoch, opt_.db_type, files, stop);
+    commit_checkpoint(opt_.checkpoint_dir, epoch, db_type_, files, stop, job_digest(job_));
     auto deleted = apply_retention(opt_.checkpoint_dir, opt_.retention);
     std::lock_guard lock(deleted_mu_);
     result_.deleted_epochs.insert(result_.deleted_epochs.end(), deleted.begin(), deleted.end());
@@ -324,6 +349,7 @@ class JobRun {
   const std::vector<std::string> ckpt_nodes_;
   std::map<std::string, std::vector<std::string>> blob_lists_;
   std::optional<CheckpointManifest> resume_manifest_;
+  std::string db_type_ = kDefaultDbType;  // the checkpoint backend, fixed by prepare_directory()
   uint64_t background_bytes_ = 0;  // the snapshot bytes of the save in flight
   JobRunResult result_;
   std::mutex deleted_mu_;

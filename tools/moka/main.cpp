@@ -23,9 +23,6 @@
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_signal(int) { g_interrupted.store(true); }
-
 // Output keeps the --fetch order and prints each blob's fields as dtype, shape, data.
 using Json = nlohmann::ordered_json;
 
@@ -114,6 +111,14 @@ const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::Nod
   return nodes.find(where.front())->get_blob(name);
 }
 
+// After a run failed, a worker stuck in an operator that ignored cancellation may still be
+// running; leave without static destructors so it cannot touch destroyed globals.
+int exit_now(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
+}
+
 // --fibers / --threads (exclusive: CLI11 checks); neither: Concurrency::automatic.
 moka::Concurrency concurrency_of(bool fibers, bool threads) {
   return fibers ? moka::Concurrency::fibers : threads ? moka::Concurrency::threads : moka::Concurrency::automatic;
@@ -124,31 +129,36 @@ int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists
   const std::vector<std::string> fetch = split_names(fetch_lists);
   const moka::RunnableDef doc = moka::load_runnable_file(path);
   moka::RunOptions options;
-  options.should_continue = [] { return !g_interrupted.load(std::memory_order_relaxed); };
+  options.cancel = std::make_shared<moka::CancelToken>();
   options.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(exception_timeout_s * 1000));
   options.concurrency = concurrency;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // SIGINT/SIGTERM cancel the run: steps stop at their next net, blocked operators wake up.
+  moka::SignalCancellation on_signal(options.cancel);
 
   moka::Workspace plan_ws;
   moka::NodeWorkspaces nodes(shared_workspace);
   std::function<const moka::Blob*(const std::string&)> lookup;
-  if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
-    moka::check_plan(*plan);
-    moka::run_plan(plan_ws, *plan, options);
-    lookup = [&](const std::string& name) -> const moka::Blob* {
-      const moka::Blob* b = plan_ws.get_blob(name);
-      if (!b) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist after the run", name));
-      return b;
-    };
-  } else {
-    const auto& group = std::get<moka::TaskGroupDef>(doc);
-    moka::run_task_group(group, nodes, options);
-    lookup = [&](const std::string& name) { return find_in_nodes(group, nodes, name); };
+  try {
+    if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
+      moka::check_plan(*plan);
+      moka::run_plan(plan_ws, *plan, options);
+      lookup = [&](const std::string& name) -> const moka::Blob* {
+        const moka::Blob* b = plan_ws.get_blob(name);
+        if (!b) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist after the run", name));
+        return b;
+      };
+    } else {
+      const auto& group = std::get<moka::TaskGroupDef>(doc);
+      moka::run_task_group(group, nodes, options);
+      lookup = [&](const std::string& name) { return find_in_nodes(group, nodes, name); };
+    }
+  } catch (const moka::Error&) {
+    // An operator that noticed the cancellation (While, a queue) throws; the run was interrupted.
+    if (!options.cancel->cancelled()) throw;
   }
-  if (g_interrupted.load()) {
+  if (options.cancel->cancelled()) {
     std::cerr << "moka: interrupted\n";
-    return 130;
+    return exit_now(130);
   }
   Json out = Json::object();
   for (const auto& name : fetch) out[name] = blob_json(*lookup(name));
@@ -160,8 +170,10 @@ int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists
 struct JobRunArgs {
   std::string path;
   std::string checkpoint_dir;
-  std::string db_type = "minidb";
+  std::string db_type;  // empty: the resumed checkpoint's, minidb from scratch
   std::string resume;  // "", "latest" or an epoch number
+  bool start_over = false;
+  bool accept_changed_job = false;
   int64_t keep_last = 0;
   int64_t keep_every = 0;
   bool background_save = false;
@@ -199,6 +211,8 @@ int cmd_job_run(const JobRunArgs& args) {
     options.resume_from_epoch = epoch;
   }
   options.retention = {.keep_last = args.keep_last, .keep_every = args.keep_every};
+  options.existing = args.start_over ? moka::ExistingCheckpoints::discard : moka::ExistingCheckpoints::refuse;
+  options.accept_changed_job = args.accept_changed_job;
   options.background_save = args.background_save;
   options.tolerate_save_failures = args.tolerate_save_failures;
   options.run.cancel = std::make_shared<moka::CancelToken>();
@@ -234,27 +248,8 @@ int cmd_job_run(const JobRunArgs& args) {
     else
       std::cout << "no committed checkpoint in " << options.checkpoint_dir << ": starting from scratch" << std::endl;
   };
-  // A signal only sets a flag (async-signal-safe); a watcher thread turns it into a cancellation.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load()) {
-      if (g_interrupted.load()) {
-        options.run.cancel->cancel();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-  struct Join {
-    std::atomic<bool>& done;
-    std::thread& t;
-    ~Join() {
-      done.store(true);
-      t.join();
-    }
-  } join{done, watcher};
+  // SIGINT/SIGTERM cancel the job: the epoch in flight stops, blocked operators wake up.
+  moka::SignalCancellation on_signal(options.run.cancel);
 
   moka::NodeWorkspaces nodes;
   moka::JobRunResult result;
@@ -337,14 +332,6 @@ int cmd_ops(const std::string& type) {
   return 0;
 }
 
-// After a run failed, a worker stuck in an operator that ignored cancellation may still be
-// running; leave without static destructors so it cannot touch destroyed globals.
-int exit_now(int code) {
-  std::cout.flush();
-  std::cerr.flush();
-  std::_Exit(code);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -357,6 +344,7 @@ int main(int argc, char** argv) {
       "  moka check PLAN.json\n"
       "  moka ops [TYPE]\n"
       "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
+      "               [--start-over] [--accept-changed-job]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
       "130 interrupted. Errors are one line on stderr. See docs/cli.md.");
@@ -414,8 +402,16 @@ int main(int argc, char** argv) {
   job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
       ->required()
       ->check(non_empty);
-  job_run->add_option("--db-type", job_args.db_type, "Checkpoint DB backend: minidb (default), leveldb or lmdb")
+  job_run->add_option("--db-type", job_args.db_type,
+                      "Checkpoint DB backend: minidb, leveldb or lmdb (default: the resumed checkpoint's own, "
+                      "recorded in its manifest; minidb from scratch). A resume with another one is refused")
       ->check(CLI::IsMember({"minidb", "leveldb", "lmdb"}, CLI::ignore_case));
+  job_run->add_flag("--start-over", job_args.start_over,
+                    "Delete the committed checkpoints of the directory and run from scratch (without it, a run from "
+                    "scratch over committed checkpoints, or a --resume latest that finds none that verifies, is "
+                    "refused)");
+  job_run->add_flag("--accept-changed-job", job_args.accept_changed_job,
+                    "Resume even though the checkpoint was written by a job with another definition");
   job_run->add_option("--resume", job_args.resume,
                       "\"latest\": the newest committed epoch that verifies (from scratch when there is none); "
                       "N: exactly epoch N")

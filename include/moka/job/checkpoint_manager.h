@@ -17,7 +17,8 @@ namespace moka {
 
 class Session;
 
-/// @brief Caffe2's `get_ckpt_filename`: `<node_name>.<epoch>`.
+/// @brief Caffe2's `get_ckpt_filename`: `<node_name>.<epoch>`. InvalidInput for a node name that
+/// cannot be one file name (check_checkpoint_node_name: empty, "..", a '/', ...).
 std::string get_ckpt_filename(const std::string& node_name, int64_t epoch);
 
 /// @brief Caffe2's `db_name`: `path_prefix + filename` (plain concatenation) when path_prefix is

@@ -1,5 +1,7 @@
 // Committed checkpoints: the per-epoch manifest that makes an epoch's node files one atomic checkpoint,
-// verification of committed epochs, choosing the epoch to resume from, and retention (DESIGN.md §5).
+// verification of committed epochs, choosing the epoch to resume from, and retention
+// (docs/checkpoint-format.md). A checkpoint directory is self-contained: manifests name their files
+// relative to it, and nothing here reads or deletes anything outside it.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,9 @@ struct DbDigest {
 /// @brief One node's DB in a committed checkpoint.
 struct CheckpointFile {
   std::string node;  ///< node name
-  std::string db;    ///< path of the node's DB (as Save was given it)
+  /// The DB's name inside the checkpoint directory (`<node>.<epoch>`): one path component, never
+  /// absolute, so a copied or moved directory resumes from its own files (checkpoint_db_path).
+  std::string db;
   DbDigest digest;
   bool operator==(const CheckpointFile&) const = default;
 };
@@ -38,11 +42,22 @@ struct CheckpointManifest {
   /// A stop condition held after this epoch: the job's epoch loop was finished, so resuming from
   /// here runs no further epoch (moka's decision 13; Caffe2 would run one more).
   bool stop = false;
+  /// A digest of the definition of the job that wrote this epoch (run_job: its JobDef); empty when
+  /// the writer did not record one. Resuming with another job is refused (ResumeRequest).
+  std::string job{};
   bool operator==(const CheckpointManifest&) const = default;
 };
 
 /// @brief `dir/moka-manifest.<epoch>.json`: where the manifest of `epoch` lives.
 std::string manifest_path(const std::string& dir, int64_t epoch);
+
+/// @brief Where a manifest's file lies: `dir/<file.db>`.
+std::string checkpoint_db_path(const std::string& dir, const CheckpointFile& file);
+
+/// @brief Checks that a node name can become part of a file name in a checkpoint directory: not
+/// empty, not "." or "..", no '/', '\\', NUL or other control character. InvalidInput naming the
+/// node otherwise (a node "../x" would write and delete outside the directory).
+void check_checkpoint_node_name(std::string_view node);
 
 /// @brief The manifest as JSON (stable field order; the format docs/checkpoint-format.md specifies).
 std::string to_json(const CheckpointManifest& manifest);
@@ -60,11 +75,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 /// @brief Commits epoch `epoch`: digests each node's DB (read back after Save, so a file that did
 /// not reach the disk intact is caught before it is trusted), then writes the manifest atomically.
 /// Before this returns the epoch does not exist for resume; after it, it does.
-/// node_dbs: (node, db path) pairs. Throws (naming the node and file) when a DB cannot be read.
+/// node_dbs: (node, db path) pairs; every DB must lie directly in `dir` (InvalidInput otherwise: the
+/// checkpoint would not be self-contained). Throws (naming the node and file) when a DB cannot be
+/// read. `job`: CheckpointManifest::job.
 /// Thread-safety: one commit per directory at a time.
 CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
                                      const std::vector<std::pair<std::string, std::string>>& node_dbs,
-                                     bool stop = false);
+                                     bool stop = false, const std::string& job = {});
 
 /// @brief Uncommits epoch `epoch` if an earlier run committed it: removes its manifest and fsyncs
 /// `dir`, so that the epoch stops counting before its DBs are overwritten. Does nothing when there
@@ -74,9 +91,11 @@ void uncommit_checkpoint(const std::string& dir, int64_t epoch);
 /// @brief Epochs that have a manifest in `dir`, ascending (not verified). Empty when dir is missing.
 std::vector<int64_t> committed_epochs(const std::string& dir);
 
-/// @brief Reads the manifest of `epoch` and checks every node DB against it. Throws NotFound when
-/// the epoch has no manifest, CorruptData naming the manifest, node and file otherwise.
-CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch);
+/// @brief Reads the manifest of `epoch` and checks every node DB against it, and that it has a file
+/// for each of `nodes` (when given). Throws NotFound when the epoch has no manifest, CorruptData
+/// naming the manifest, node and file otherwise.
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch,
+                                     const std::vector<std::string>& nodes = {});
 
 /// @brief The result of looking for the epoch to resume from.
 struct ResumeChoice {
@@ -85,9 +104,49 @@ struct ResumeChoice {
   std::optional<CheckpointManifest> manifest;            ///< the manifest of `epoch`, as verified
 };
 
-/// @brief The newest committed epoch in `dir` whose files all verify; newer epochs that fail are
-/// listed with the reason. No epoch when nothing usable is committed.
-ResumeChoice find_resume_epoch(const std::string& dir);
+/// @brief The newest committed epoch in `dir` whose files all verify (and that has a file for each of
+/// `nodes`, when given); newer epochs that fail are listed with the reason. No epoch when nothing
+/// usable is committed.
+ResumeChoice find_resume_epoch(const std::string& dir, const std::vector<std::string>& nodes = {});
+
+/// What a run does with the committed checkpoints it finds when it starts without resuming.
+enum class ExistingCheckpoints {
+  /// Refuse to start (InvalidInput naming the newest committed epoch): a run from scratch would
+  /// overwrite them. run_job's default.
+  refuse,
+  /// Start; each epoch's save overwrites that epoch (Caffe2's JobRunner, whose tests train several
+  /// jobs into one directory). JobRunner's default.
+  overwrite,
+  /// Delete every committed checkpoint first (manifest, then files), then start: `--start-over`.
+  discard,
+};
+
+/// @brief How a run wants to start: the one decision both job runners (run_job, JobRunner) make
+/// before anything runs.
+struct ResumeRequest {
+  std::optional<int64_t> epoch{};  ///< resume from exactly this epoch (it must verify)
+  bool latest = false;             ///< resume from the newest epoch that verifies
+  ExistingCheckpoints existing = ExistingCheckpoints::refuse;  ///< when not resuming, or nothing verifies
+  std::vector<std::string> nodes{};  ///< the nodes the run checkpoints: the epoch must have each
+  std::string db_type{};  ///< the backend asked for; empty: whatever the checkpoint has
+  std::string job{};      ///< CheckpointManifest::job of this run; empty: not checked
+  bool accept_changed_job = false;  ///< resume even when the checkpoint's job digest differs
+};
+
+/// @brief Decides where a run starts and prepares the directory for it.
+///
+/// Resuming (epoch or latest): the chosen manifest, verified, after checking that its db_type is
+/// `db_type` (when given) and its job `job` (when both recorded). `latest` with committed epochs of
+/// which none verifies is refused unless `existing` is discard (each epoch's reason is in the
+/// message). Not resuming: per `existing`. Nothing is changed on disk before every check passed;
+/// with discard the old checkpoints are deleted last. Errors: InvalidInput (exit 2 in the CLI) for a
+/// refused start, a mismatched db_type or job; NotFound/CorruptData for an `epoch` that is not
+/// committed or does not verify.
+ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request);
+
+/// @brief Deletes every committed checkpoint of `dir` (manifest first, then its DBs; manifests that
+/// cannot be read are deleted alone). Returns the epochs deleted, ascending.
+std::vector<int64_t> discard_checkpoints(const std::string& dir);
 
 /// @brief Which committed checkpoints retention keeps.
 struct RetentionPolicy {

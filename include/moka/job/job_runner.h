@@ -40,6 +40,10 @@ struct JobRunnerOptions {
   bool resume_latest = false;
   /// Which committed checkpoints to keep, applied after every commit (default: all).
   RetentionPolicy retention{};
+  /// What a training from scratch (or a resume_latest that finds nothing that verifies) does with
+  /// the committed checkpoints of its directory. Default overwrite: Caffe2's JobRunner wrote over
+  /// them, and its tests train several jobs into one directory. refuse or discard as in run_job.
+  ExistingCheckpoints existing = ExistingCheckpoints::overwrite;
   /// Snapshot the checkpointed blobs in memory at the end of each epoch and write and commit them
   /// on a thread of their own while the next epoch runs (one save in flight at most; train() waits
   /// for it before the upload group). Needs a LocalSession. A failed background save is reported
@@ -66,6 +70,11 @@ struct JobRunnerOptions {
 /// Differences from Caffe2: a failed save (or commit) is an error unless tolerate_save_failures
 /// (decision 8); a job without stop conditions is refused (Caffe2 looped forever); resuming from the
 /// epoch whose stop condition ended the job runs no further epoch (decision 13; Caffe2 ran one more).
+/// Before anything runs, the directory is checked as run_job checks it (prepare_checkpoint_start):
+/// the resumed epoch must verify, have a file for every checkpointed node and the manager's db_type;
+/// resume_latest over committed epochs of which none verifies is refused unless `existing` is
+/// discard. Node names that cannot be file names and nodes_to_checkpoint naming a node that has no
+/// task in any of the job's groups are InvalidInput.
 /// One training per checkpoint directory: train() holds `DIR/moka.lock` (the directory of the node
 /// DBs) as run_job does, so a second training there, in this process or another, fails at once with
 /// RuntimeError "checkpoint directory 'D' is in use by another job run (process P holds ...)". A
@@ -112,6 +121,8 @@ class JobRunner {
   void on_save_failure(int64_t epoch, const std::string& what);
   // The one place a checkpoint is read when resuming; returns whether the job had finished there.
   bool load_checkpoint(int64_t epoch, Session& session);
+  // InvalidInput for a node that cannot name a file or has no task in any group of the job.
+  void check_nodes_to_checkpoint(const std::vector<std::string>& nodes);
   // The directory of the node DBs (and manifests) of the manager.
   std::string checkpoint_dir() const;
   // Creates the directories the checkpoint DBs go to (Caffe2's minidb needed them to exist).

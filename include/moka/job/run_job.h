@@ -51,11 +51,20 @@ struct JobRunOptions {
   /// Directory of node checkpoint DBs (`<dir>/<node>.<epoch>`, Caffe2's db_name) and manifests;
   /// empty: no checkpoints.
   std::string checkpoint_dir{};
-  std::string db_type = "minidb";
+  /// The checkpoint backend. Empty: the resumed checkpoint's own (it is recorded in its manifest),
+  /// minidb for a run from scratch. Given and different from a resumed checkpoint's: InvalidInput.
+  std::string db_type{};
   /// Resume from this committed epoch (it must verify); overrides resume_latest.
   std::optional<int64_t> resume_from_epoch{};
-  /// Resume from the newest committed epoch that verifies; start from scratch when there is none.
+  /// Resume from the newest committed epoch that verifies; start from scratch when nothing is
+  /// committed. Committed epochs of which none verifies are refused (see `existing`).
   bool resume_latest = false;
+  /// What to do with committed checkpoints when not resuming (or when none verifies): refuse
+  /// (default, InvalidInput naming the newest), discard them first (`--start-over`), or overwrite.
+  ExistingCheckpoints existing = ExistingCheckpoints::refuse;
+  /// Resume even when the checkpoint was written by a job with another definition (its manifest
+  /// records a digest of the JobDef; a different one is refused by default).
+  bool accept_changed_job = false;
   /// Which committed checkpoints to keep (applied after each commit).
   RetentionPolicy retention{};
   /// Snapshot blobs in memory at the epoch boundary and write them while the next epoch runs (at
@@ -103,6 +112,10 @@ struct JobRunResult {
 /// the run ends or its process dies): a second run on the same directory fails at once with
 /// RuntimeError "checkpoint directory 'D' is in use by another job run (process P holds ...)".
 /// Holding it, the run removes the `*.tmp-*` files that killed writers left there.
+/// Before anything runs, the directory is checked (prepare_checkpoint_start): a run from scratch over
+/// committed checkpoints, a resume with another db_type or another job, committed epochs of which none
+/// verifies are refused with InvalidInput. A directory that cannot be written (a read-only mount) can
+/// still be resumed from an epoch where the job had finished; a run that would save there is refused.
 /// Errors: InvalidInput for a bad job or options (naming what is wrong), NotFound/CorruptData for a
 /// requested resume epoch that is not committed or does not verify, Cancelled when options.run.cancel
 /// fires, the group's error (with its node) when a group fails; failed saves per tolerate_save_failures.

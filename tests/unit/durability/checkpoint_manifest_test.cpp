@@ -164,25 +164,49 @@ TEST(CheckpointManifest, CorruptManifestIsSkippedWithItsName) {
 TEST(CheckpointManifest, JsonRoundTripAndInvalidManifests) {
   CheckpointManifest m{.epoch = 5,
                        .db_type = "lmdb",
-                       .files = {{.node = "n", .db = "/x/n.5", .digest = {3, 40, 0xfedcba9876543210ull}}}};
-  EXPECT_EQ(manifest_from_json(to_json(m), "m"), m);
-  const char* bad[] = {
+                       .files = {{.node = "n", .db = "n.5", .digest = {3, 40, 0xfedcba9876543210ull}}},
+                       .stop = true,
+                       .job = "xxh3:0123456789abcdef"};
+  const std::string good = to_json(m);
+  EXPECT_EQ(manifest_from_json(good, "m"), m);
+  // Each change of the good text, checksum kept: a change of any value is refused.
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) t.replace(at, from.size(), to);
+    return t;
+  };
+  const std::vector<std::string> bad = {
       "",
       "[]",
-      R"({"format":"other","version":1,"epoch":1,"db_type":"minidb","files":[]})",
+      R"({"format":"other","version":2,"epoch":1,"db_type":"minidb","files":[]})",
+      R"({"format":"moka-checkpoint-manifest","version":1,"epoch":1,"db_type":"minidb","files":[]})",
       R"({"format":"moka-checkpoint-manifest","version":2,"epoch":1,"db_type":"minidb","files":[]})",
-      R"({"format":"moka-checkpoint-manifest","version":1,"epoch":"1","db_type":"minidb","files":[]})",
-      R"({"format":"moka-checkpoint-manifest","version":1,"epoch":1,"files":[]})",
-      R"({"format":"moka-checkpoint-manifest","version":1,"epoch":1,"db_type":"minidb","files":[{"node":"n","db":"d","records":1,"bytes":2,"xxh3":"12"}]})",
-      R"({"format":"moka-checkpoint-manifest","version":1,"epoch":1,"db_type":"minidb","files":[{"node":"n","db":"d","records":-1,"bytes":2,"xxh3":"0123456789abcdef"}]})",
+      edited("\"stop\": true", "\"stop\": false"),
+      edited("\"epoch\": 5", "\"epoch\": 6"),
+      edited("\"records\": 3", "\"records\": 4"),
+      edited("\"db\": \"n.5\"", "\"db\": \"/x/n.5\""),
+      edited("\"checksum\"", "\"no_checksum\""),
   };
-  for (const char* text : bad) {
+  for (const auto& text : bad) {
     try {
       manifest_from_json(text, "where.json");
       ADD_FAILURE() << "accepted: " << text;
     } catch (const CorruptData& e) {
       EXPECT_NE(std::string(e.what()).find("where.json"), std::string::npos) << e.what();
     }
+  }
+  // A manifest naming a file outside its directory, an empty file list, a node twice: refused even
+  // with a checksum that matches (as a buggy or hostile writer would make it).
+  for (auto files : std::vector<std::vector<CheckpointFile>>{
+           {{.node = "n", .db = "../n.5", .digest = {}}},
+           {{.node = "n", .db = "/abs/n.5", .digest = {}}},
+           {},
+           {{.node = "n", .db = "n.5", .digest = {}}, {.node = "n", .db = "m.5", .digest = {}}}}) {
+    CheckpointManifest b = m;
+    b.files = files;
+    EXPECT_THROW(manifest_from_json(to_json(b), "b"), CorruptData);
   }
 }
 
