@@ -181,4 +181,20 @@ inline std::string one_net_plan(const std::string& ops) {
   return R"({"network": [{"name": "n", "op": )" + ops + R"(}], "execution_step": [{"name": "s", "network": ["n"]}]})";
 }
 
+// examples/jobs/counting.json, small: 1000 weights, 4 epochs of 40 steps.
+class CliJob : public Cli {
+ protected:
+  std::string small_job() {
+    std::string job = read_file(source_path("examples/jobs/counting.json"));
+    for (int i = 0; i < 2; ++i) job.replace(job.find("[1048576]"), 9, "[1000]");
+    job.replace(job.find("\"init_count\", \"i\": 11"), 21, "\"init_count\", \"i\": 3");
+    return plan_file(job, "job.json");
+  }
+  std::string ckpt() const { return (dir_ / "ckpt").string(); }
+  // The outputs line: 160 steps (0..159 summed), 20 records (7 + 0..19 summed).
+  static constexpr const char* kOutputs =
+      R"({"total":{"dtype":"int64","shape":[],"data":[12720]},"step_count":{"dtype":"int64","shape":[],"data":[160]},)"
+      R"("checksum":{"dtype":"int64","shape":[],"data":[197]}})";
+};
+
 }  // namespace moka_cli_test
