@@ -26,10 +26,14 @@ SnapshotManager::SnapshotManager(std::string db_prefix, std::string node_name, s
 
 std::vector<int64_t> SnapshotManager::snapshot_epochs() const {
   namespace fs = std::filesystem;
-  const std::string stem = node_name() + ".snapshot.";
+  // The directory and file-name stem that db_path() writes (path_prefix honoured), so retention lists
+  // and deletes in one directory: the one its snapshots are in.
+  const fs::path first = db_path(0);
+  const std::string stem = first.filename().string().substr(0, first.filename().string().size() - 1);
+  const fs::path dir = first.has_parent_path() ? first.parent_path() : fs::path(".");
   std::vector<int64_t> epochs;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(db_prefix().empty() ? "." : db_prefix(), ec)) {
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(stem) || name.size() == stem.size()) continue;
     int64_t epoch = -1;

@@ -541,5 +541,28 @@ TEST(SnapshotManager, RetentionKeepsTheNewestSnapshotsOfItsNode) {
                        "keep_last must be >= 0"));
 }
 
+TEST(SnapshotManager, RetentionWithAPathPrefixListsAndDeletesOnlyWhereItsSnapshotsAre) {
+  // Snapshots written under a path_prefix live in another directory than db_prefix: retention lists
+  // that directory. It used to list db_prefix and delete the same names under path_prefix.
+  TempDir prefix_dir, other;
+  LocalSession session;
+  Node("n", [&] {
+    Task t([&] { ops::Const(5, {.blob_out = "w"}); });
+    session.run(t);
+  });
+  SnapshotManager snap(other.str(), "n", "minidb", {.blob_names = {"w"}, .keep_last = 1});
+  const std::string prefix = prefix_dir.str() + "/";
+  session.run(snap.init(std::vector<std::string>{"n"}, std::nullopt, prefix));
+  for (int64_t e : {1, 2, 3}) session.run(snap.save(e));
+  // Files with snapshot names in db_prefix that are not this manager's snapshots.
+  for (int e : {1, 2}) fs::create_directories(other.fs_path() / ("n.snapshot." + std::to_string(e)));
+  EXPECT_EQ(snap.snapshot_epochs(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(snap.apply_retention(), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(fs::exists(prefix_dir.fs_path() / "n.snapshot.3"));
+  EXPECT_FALSE(fs::exists(prefix_dir.fs_path() / "n.snapshot.1"));
+  EXPECT_TRUE(fs::exists(other.fs_path() / "n.snapshot.1"));
+  EXPECT_TRUE(fs::exists(other.fs_path() / "n.snapshot.2"));
+}
+
 }  // namespace
 }  // namespace moka
