@@ -95,8 +95,8 @@ TEST_P(CliCancel, StopsWithin1sAndExits130) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, CliCancel, ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(SIGINT, SIGTERM)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param).name + (std::get<1>(info.param) == SIGINT ? "_SIGINT" : "_SIGTERM");
+                         [](const auto& p) {
+                           return std::get<0>(p.param).name + (std::get<1>(p.param) == SIGINT ? "_SIGINT" : "_SIGTERM");
                          });
 
 }  // namespace
