@@ -90,7 +90,7 @@ TEST(CheckpointDir, ManifestsNamingFilesOutsideTheDirectoryAreRefused) {
   run_to_end(small_job(2), dir.path());
   // A manifest rewritten (with a valid checksum) to point at another directory's file.
   CheckpointManifest m = verify_checkpoint(dir.path(), 2);
-  for (const std::string outside : std::vector<std::string>{"/etc/passwd", "../other/trainer.2", "..", ""}) {
+  for (const std::string& outside : std::vector<std::string>{"/etc/passwd", "../other/trainer.2", "..", ""}) {
     m.files[0].db = outside;
     write(manifest_path(dir.path(), 2), to_json(m));
     const std::string why = message_of<CorruptData>([&] { verify_checkpoint(dir.path(), 2); });
@@ -104,7 +104,7 @@ TEST(CheckpointDir, ManifestsNamingFilesOutsideTheDirectoryAreRefused) {
 TEST(CheckpointDir, NodeNamesThatEscapeTheDirectoryAreRefusedBeforeAnythingRuns) {
   TempDir root;
   const std::string dir = root / "ckpt";
-  for (const std::string node : std::vector<std::string>{"../escape", "a/b", "..", ".", "", "nl\nx"}) {
+  for (const std::string& node : std::vector<std::string>{"../escape", "a/b", "..", ".", "", "nl\nx"}) {
     JobDef job = small_job(2);
     job.nodes_to_checkpoint = {node};
     const std::string why = message_of<InvalidInput>([&] { run_to_end(job, dir); });
