@@ -83,6 +83,14 @@ class RuntimeError : public Error {
   std::exception_ptr clone() const override { return std::make_exception_ptr(*this); }
 };
 
+/// Memory could not be allocated (a tensor too large for this machine). A kind of RuntimeError, so
+/// the CLI exits with 1; the message names the bytes and what they were for (dtype and shape).
+class OutOfMemory : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+  std::exception_ptr clone() const override { return std::make_exception_ptr(*this); }
+};
+
 /// An operation was cancelled because a sibling failed or the run was stopped.
 class Cancelled : public Error {
  public:

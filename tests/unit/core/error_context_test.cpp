@@ -97,6 +97,7 @@ TEST(ErrorContext, EveryErrorClassIsCopiedAsItself) {
   check(TypeError("c"));
   check(NotFound("d"));
   check(RuntimeError("e"));
+  check(OutOfMemory("f"));
   check(Cancelled("g"));
 }
 
