@@ -20,6 +20,7 @@
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/argument.h"
+#include "moka/defs/definition_file.h"
 #include "moka/defs/job_def.h"
 #include "moka/defs/json.h"
 #include "moka/defs/operator_def.h"

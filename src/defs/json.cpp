@@ -6,10 +6,8 @@
 #include "moka/defs/json.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -19,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "moka/core/error.h"
+#include "moka/defs/definition_file.h"
 
 namespace moka {
 namespace {
@@ -868,25 +867,9 @@ RunnableDef runnable_from_json(std::string_view text) {
 }
 
 namespace {
-std::string read_file_text(const std::string& path) {
-  std::string text;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InvalidInput(path + ": cannot open plan file: " + std::strerror(errno));
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  if (std::ferror(f)) {
-    int err = errno;
-    std::fclose(f);
-    throw InvalidInput(path + ": cannot read plan file: " + std::strerror(err));
-  }
-  std::fclose(f);
-  return text;
-}
-
 template <class F>
-auto parse_file(const std::string& path, F&& parse) {
-  const std::string text = read_file_text(path);
+auto parse_file(const std::string& path, std::string_view kind, F&& parse) {
+  const std::string text = read_definition_file(path, kind);
   try {
     return parse(text);
   } catch (Error& e) {
@@ -896,13 +879,13 @@ auto parse_file(const std::string& path, F&& parse) {
 }
 }  // namespace
 
-PlanDef load_plan_file(const std::string& path) { return parse_file(path, plan_from_json); }
+PlanDef load_plan_file(const std::string& path) { return parse_file(path, "plan", plan_from_json); }
 
-RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, runnable_from_json); }
+RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, "plan", runnable_from_json); }
 
 JobDef job_from_json(std::string_view text) { return read_job(parse_text(text)); }
 
-JobDef load_job_file(const std::string& path) { return parse_file(path, job_from_json); }
+JobDef load_job_file(const std::string& path) { return parse_file(path, "job", job_from_json); }
 
 std::string to_json(const JobDef& job, int indent) {
   for (const TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {

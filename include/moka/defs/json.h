@@ -21,7 +21,8 @@ ExecutionStepDef step_from_json(std::string_view text);
 /// Parses a compiled TaskGroup: `{"name": ..., "nodes": [{"node": ..., "plan": {...}, "outputs": [...]}]}`.
 TaskGroupDef task_group_from_json(std::string_view text);
 
-/// Reads and parses a plan file; InvalidInput names the file on any problem.
+/// Reads and parses a plan file; InvalidInput names the file on any problem. Files are read with
+/// read_definition_file (moka/defs/definition_file.h): at most kMaxDefinitionFileBytes.
 PlanDef load_plan_file(const std::string& path);
 
 /// A plan or a compiled TaskGroup (told apart by the TaskGroup's "nodes" field).
