@@ -28,6 +28,7 @@
 #include "moka/defs/task_group_def.h"
 #include "moka/exec/cancel_token.h"
 #include "moka/exec/control_ops.h"
+#include "moka/exec/job_check.h"
 #include "moka/exec/net.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/exec/prepared_plan.h"

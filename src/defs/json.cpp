@@ -860,8 +860,29 @@ ExecutionStepDef step_from_json(std::string_view text) { return read_step(parse_
 
 TaskGroupDef task_group_from_json(std::string_view text) { return read_task_group(parse_text(text)); }
 
+namespace {
+/// The first top-level field that only a job document has ("epoch_group", ...), or null.
+const char* job_only_field(const Json& j) {
+  if (!j.is_object()) return nullptr;
+  for (const char* f : {"epoch_group", "init_group", "download_group", "exit_group", "stop_conditions",
+                        "nodes_to_checkpoint"})
+    if (j.contains(f)) return f;
+  return nullptr;
+}
+}  // namespace
+
 RunnableDef runnable_from_json(std::string_view text) {
   Json j = parse_text(text);
+  if (const char* f = job_only_field(j))
+    fail("", std::string("field ") + quote(f) +
+                  " makes this a job document (docs/job-format.md): it runs as a job (moka job run), not as a plan");
+  if (j.is_object() && j.contains("nodes")) return read_task_group(j);
+  return read_plan(j);
+}
+
+DocumentDef document_from_json(std::string_view text) {
+  Json j = parse_text(text);
+  if (job_only_field(j)) return read_job(j);
   if (j.is_object() && j.contains("nodes")) return read_task_group(j);
   return read_plan(j);
 }
@@ -886,6 +907,10 @@ RunnableDef load_runnable_file(const std::string& path) { return parse_file(path
 JobDef job_from_json(std::string_view text) { return read_job(parse_text(text)); }
 
 JobDef load_job_file(const std::string& path) { return parse_file(path, "job", job_from_json); }
+
+DocumentDef load_document_file(const std::string& path) {
+  return parse_file(path, "plan or job", document_from_json);
+}
 
 std::string to_json(const JobDef& job, int indent) {
   for (const TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {

@@ -303,24 +303,37 @@ int cmd_job_run(const JobRunArgs& args) {
   return 0;
 }
 
+// "1 stop condition", "2 stop conditions".
+std::string count_of(std::size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+
+// The summary `moka check` prints for a valid job: its groups that have nodes, its distinct nodes,
+// stop conditions and checkpointed nodes.
+std::string job_summary(const moka::JobDef& job) {
+  std::size_t groups = 0;
+  std::vector<std::string> nodes;
+  for (const moka::TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {
+    if (!g->nodes.empty()) ++groups;
+    for (const auto& n : g->nodes)
+      if (std::find(nodes.begin(), nodes.end(), n.node) == nodes.end()) nodes.push_back(n.node);
+  }
+  return fmt::format("job, {} with nodes, {}, {}, {} checkpointed", count_of(groups, "group"), count_of(nodes.size(), "node"),
+                     count_of(job.stop_conditions.size(), "stop condition"), count_of(job.checkpoint_nodes().size(), "node"));
+}
+
 int cmd_check(const std::string& path) {
-  const moka::RunnableDef doc = moka::load_runnable_file(path);
+  const moka::DocumentDef doc = moka::load_document_file(path);
   if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
     moka::check_plan(*plan);
     std::cout << fmt::format("{}: ok ({} nets, {} top-level steps)\n", path, plan->network.size(),
                              plan->execution_step.size());
-    return 0;
+  } else if (const auto* group = std::get_if<moka::TaskGroupDef>(&doc)) {
+    moka::check_task_group(*group);
+    std::cout << fmt::format("{}: ok (task group, {} nodes)\n", path, group->nodes.size());
+  } else {
+    const auto& job = std::get<moka::JobDef>(doc);
+    moka::check_job(job);
+    std::cout << fmt::format("{}: ok ({})\n", path, job_summary(job));
   }
-  const auto& group = std::get<moka::TaskGroupDef>(doc);
-  for (const auto& n : group.nodes) {
-    try {
-      moka::check_plan(n.plan);
-    } catch (moka::Error& e) {
-      e.add_context(fmt::format("node \"{}\"", n.node));
-      throw;
-    }
-  }
-  std::cout << fmt::format("{}: ok (task group, {} nodes)\n", path, group.nodes.size());
   return 0;
 }
 
@@ -448,9 +461,17 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad job, flags, or a checkpoint "
       "that does not verify), 130 interrupted (SIGINT/SIGTERM; the epoch in flight is not checkpointed).");
 
-  auto* check = app.add_subcommand("check", "Validate a plan without running it (exit 0 if valid, 2 if not)");
+  auto* check = app.add_subcommand(
+      "check", "Validate a plan, a TaskGroup or a job without running it (exit 0 if valid, 2 if not)");
   std::string check_path;
-  check->add_option("plan", check_path, "Plan JSON file")->required();
+  check->add_option("file", check_path,
+                    "Plan, TaskGroup or job JSON file (docs/plan-format.md, docs/job-format.md); told apart by "
+                    "their fields")
+      ->required();
+  check->footer(
+      "Output: one line on stdout, \"FILE: ok (8 nets, 3 top-level steps)\", \"FILE: ok (task group, 2 nodes)\" "
+      "or \"FILE: ok (job, ...)\". A job's node plans, stop conditions and nodes_to_checkpoint are checked.\n"
+      "Exit codes: 0 valid, 2 invalid (one line on stderr naming the problem).");
 
   auto* ops = app.add_subcommand("ops", "List every registered operator with its schema");
   std::string op_type;

@@ -37,6 +37,15 @@ JobDef job_from_json(std::string_view text);
 /// Reads and parses a job file; InvalidInput names the file on any problem.
 JobDef load_job_file(const std::string& path);
 
+/// A plan, a compiled TaskGroup or a job, told apart by their top-level fields: a job has
+/// "epoch_group" (or another field only jobs have: "init_group", "stop_conditions", ...), a
+/// TaskGroup "nodes"; anything else is read as a plan. (runnable_from_json refuses a job document
+/// with a message saying what it is.)
+using DocumentDef = std::variant<PlanDef, TaskGroupDef, JobDef>;
+DocumentDef document_from_json(std::string_view text);
+/// Reads and parses a plan, TaskGroup or job file; InvalidInput names the file on any problem.
+DocumentDef load_document_file(const std::string& path);
+
 /// Serialises to JSON (indent < 0: one line). Round trip through *_from_json is lossless.
 /// Throws InvalidInput for a plan holding a "Callable" operator (it only exists in this process).
 std::string to_json(const PlanDef& plan, int indent = 2);
