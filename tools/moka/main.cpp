@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -112,6 +113,25 @@ const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::Nod
   if (where.size() > 1 && !nodes.shared())
     throw moka::NotFound(fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
   return nodes.find(where.front())->get_blob(name);
+}
+
+// The check of an integer count flag (--keep-last, --keep-every): the whole value a decimal integer
+// from 0 to INT64_MAX, else a message that says so and quotes the value (CLI11's NonNegativeNumber
+// printed its range as a 300-digit number).
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc() && stop == end && v >= 0) return {};
+        if (ec == std::errc::result_out_of_range && stop == end && text[0] != '-')
+          return fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<int64_t>::max(), text);
+        if ((ec == std::errc() || ec == std::errc::result_out_of_range) && stop == end)
+          return fmt::format("expected an integer >= 0, got {}", text);
+        return fmt::format("expected an integer >= 0, got \"{}\"", one_line(text));
+      },
+      "N");
 }
 
 // --fibers / --threads (exclusive: CLI11 checks); neither: Concurrency::automatic.
@@ -435,10 +455,10 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   CLI::Option* keep_last =
       job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(non_negative_integer());
   // Alone it would keep everything (it only adds epochs to what --keep-last keeps): refused.
   job_run->add_option("--keep-every", job_args.keep_every, "With --keep-last, also keep every epoch divisible by K")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_integer())
       ->needs(keep_last);
   job_run->add_flag("--background-save", job_args.background_save,
                     "Snapshot blobs at the epoch boundary and write them while the next epoch runs");
