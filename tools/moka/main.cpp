@@ -384,15 +384,20 @@ int main(int argc, char** argv) {
   CLI::App app{"moka: a runtime for dataflow jobs (Caffe2's task/job layer in C++)", "moka"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moka 0.1.0");
-  app.footer(
+  app.footer(fmt::format(
       "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
       "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
-      "  moka check PLAN.json\n"
+      "           [--fibers | --threads]\n"
+      "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
       "  moka ops [TYPE]\n"
       "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
+      "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+      "  moka --help | moka SUBCOMMAND --help | moka --version\n"
+      "Plan, TaskGroup and job files are read up to {} MiB.\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
-      "130 interrupted. Errors are one line on stderr. See docs/cli.md.");
+      "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
+      moka::kMaxDefinitionFileBytes >> 20));
 
   auto* run = app.add_subcommand("run", "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
                                         "the fetched blobs as one JSON object");
