@@ -904,7 +904,18 @@ PlanDef load_plan_file(const std::string& path) { return parse_file(path, "plan"
 
 RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, "plan", runnable_from_json); }
 
-JobDef job_from_json(std::string_view text) { return read_job(parse_text(text)); }
+JobDef job_from_json(std::string_view text) {
+  Json j = parse_text(text);
+  // A plan or TaskGroup given as a job: say so rather than 'unknown field "network"'.
+  if (j.is_object() && !job_only_field(j)) {
+    if (j.contains("nodes"))
+      fail("", "this is a TaskGroup document (it has \"nodes\"), not a job: a job has an \"epoch_group\" "
+               "(docs/job-format.md)");
+    if (j.contains("network") || j.contains("execution_step"))
+      fail("", "this is a plan, not a job: a job has an \"epoch_group\" (docs/job-format.md)");
+  }
+  return read_job(j);
+}
 
 JobDef load_job_file(const std::string& path) { return parse_file(path, "job", job_from_json); }
 

@@ -1,6 +1,6 @@
 // CLI tests: plan and job files are read up to 64 MiB (a larger file, /dev/zero or a FIFO that never
-// ends is refused with its name, size and the limit, exit 2, without reading on), and a directory
-// or a job document given to `moka run` is named as such.
+// ends is refused with its name, size and the limit, exit 2, without reading on), and a directory,
+// a job document given to `moka run` or a plan given to `moka job run` is named as such.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -47,6 +47,15 @@ TEST_F(CliInputLimits, AJobDocumentGivenToRunSaysWhatItIs) {
   const std::string path = std::string(MOKA_SOURCE_DIR) + "/examples/jobs/counting.json";
   expect_moka_error(moka({"run", path}), 2,
                     {"counting.json: top level: field \"epoch_group\" makes this a job document", "moka job run"});
+}
+
+TEST_F(CliInputLimits, APlanGivenToJobRunSaysWhatItIs) {
+  const std::string plan = std::string(MOKA_SOURCE_DIR) + "/examples/plans/demo.json";
+  expect_moka_error(moka({"job", "run", plan, "--checkpoint-dir", dir_ / "ckpt"}), 2,
+                    {"demo.json: top level: this is a plan, not a job: a job has an \"epoch_group\""});
+  const std::string group = std::string(MOKA_SOURCE_DIR) + "/examples/task_groups/two_nodes.json";
+  expect_moka_error(moka({"job", "run", group, "--checkpoint-dir", dir_ / "ckpt"}), 2,
+                    {"two_nodes.json: top level: this is a TaskGroup document (it has \"nodes\"), not a job"});
 }
 
 }  // namespace
