@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "moka/core/error.h"
 
@@ -20,6 +22,19 @@ void throw_not_scalar(const std::vector<int64_t>& shape) {
   throw TypeError(fmt::format("expected a tensor with exactly one element, got shape {}",
                               shape_string(shape)));
 }
+// "3.6 TiB" for a message (the exact byte count is given beside it).
+std::string approximate_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::size_t u = 0;
+  for (; bytes >= 1024 && u + 1 < std::size(units); ++u) bytes /= 1024;
+  return u == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+// Storage of `bytes` bytes (about as many: string tensors count their std::string objects) for a
+// tensor of `dtype` and `shape` could not be allocated.
+[[noreturn]] void throw_out_of_memory(DType dtype, std::span<const int64_t> shape, double bytes) {
+  throw OutOfMemory(fmt::format("cannot allocate a {}{} tensor ({:.0f} bytes, {}): out of memory", dtype_name(dtype),
+                                shape_string(shape), bytes, approximate_bytes(bytes)));
+}
 void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n) {
   throw InvalidInput(fmt::format("shape {} needs {} values, got {}", shape_string(shape),
                                  shape_numel(shape), n));
@@ -27,14 +42,19 @@ void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n) {
 }  // namespace detail
 
 int64_t shape_numel(std::span<const int64_t> shape) {
-  int64_t n = 1;
+  int64_t nonzero = 1;  // product of the non-zero dimensions
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw InvalidInput(fmt::format("shape {} has a negative dimension", shape_string(shape)));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > std::numeric_limits<int64_t>::max() / d)
       throw InvalidInput(fmt::format("shape {} is too large", shape_string(shape)));
-    n *= d;
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 std::string shape_string(std::span<const int64_t> shape) {
@@ -76,15 +96,27 @@ void Tensor::resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_
   if (dtype == DType::Undefined) throw TypeError("cannot resize a tensor to dtype undefined");
   const int64_t n = shape_numel(shape);
   if (dtype == DType::String) {
-    if (dtype_ != DType::String) bytes_.clear();
-    strings_.resize(static_cast<std::size_t>(n));
+    try {
+      strings_.resize(static_cast<std::size_t>(n));
+    } catch (const std::bad_alloc&) {
+      detail::throw_out_of_memory(dtype, shape, static_cast<double>(n) * sizeof(std::string));
+    } catch (const std::length_error&) {
+      detail::throw_out_of_memory(dtype, shape, static_cast<double>(n) * sizeof(std::string));
+    }
+    if (dtype_ != DType::String) bytes_.clear();  // after the resize: a failed one leaves the tensor as it was
   } else {
     if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)))
       throw InvalidInput(fmt::format("shape {} of {} is too large", shape_string(shape), dtype_name(dtype)));
     const std::size_t need = static_cast<std::size_t>(n) * dtype_size(dtype);
     if (bytes_.size() < need) {
       const std::size_t old = bytes_.size();
-      bytes_.resize(need);  // default-initialised: new bytes are indeterminate until written
+      try {
+        bytes_.resize(need);  // default-initialised: new bytes are indeterminate until written
+      } catch (const std::bad_alloc&) {
+        detail::throw_out_of_memory(dtype, shape, static_cast<double>(need));
+      } catch (const std::length_error&) {
+        detail::throw_out_of_memory(dtype, shape, static_cast<double>(need));
+      }
       if (zero_new) std::memset(bytes_.data() + old, 0, need - old);
     }
     if (!strings_.empty()) strings_.clear();
@@ -104,6 +136,23 @@ void Tensor::resize_dim0_slow(int64_t rows, bool zero_new) {
   if (inner != 0 && rows > std::numeric_limits<int64_t>::max() / inner)
     throw InvalidInput(fmt::format("cannot resize dimension 0 of {} to {} rows: too large", describe(), rows));
   const int64_t n = rows * inner;
+  try {
+    grow_dim0(rows, n, zero_new);
+  } catch (const std::bad_alloc&) {
+    dim0_out_of_memory(rows, n);
+  } catch (const std::length_error&) {
+    dim0_out_of_memory(rows, n);
+  }
+}
+
+void Tensor::dim0_out_of_memory(int64_t rows, int64_t n) const {
+  std::vector<int64_t> shape = shape_;
+  shape[0] = rows;
+  const double element = dtype_ == DType::String ? sizeof(std::string) : static_cast<double>(dtype_size(dtype_));
+  detail::throw_out_of_memory(dtype_, shape, static_cast<double>(n) * element);
+}
+
+void Tensor::grow_dim0(int64_t rows, int64_t n, bool zero_new) {
   // Grow by at least half the current capacity so that repeated appends are amortized linear
   // (the standard does not promise geometric growth for vector::resize).
   if (dtype_ == DType::String) {

@@ -6,10 +6,8 @@
 #include "moka/defs/json.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -19,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "moka/core/error.h"
+#include "moka/defs/definition_file.h"
 
 namespace moka {
 namespace {
@@ -861,32 +860,37 @@ ExecutionStepDef step_from_json(std::string_view text) { return read_step(parse_
 
 TaskGroupDef task_group_from_json(std::string_view text) { return read_task_group(parse_text(text)); }
 
+namespace {
+/// The first top-level field that only a job document has ("epoch_group", ...), or null.
+const char* job_only_field(const Json& j) {
+  if (!j.is_object()) return nullptr;
+  for (const char* f : {"epoch_group", "init_group", "download_group", "exit_group", "stop_conditions",
+                        "nodes_to_checkpoint"})
+    if (j.contains(f)) return f;
+  return nullptr;
+}
+}  // namespace
+
 RunnableDef runnable_from_json(std::string_view text) {
   Json j = parse_text(text);
+  if (const char* f = job_only_field(j))
+    fail("", std::string("field ") + quote(f) +
+                  " makes this a job document (docs/job-format.md): it runs as a job (moka job run), not as a plan");
+  if (j.is_object() && j.contains("nodes")) return read_task_group(j);
+  return read_plan(j);
+}
+
+DocumentDef document_from_json(std::string_view text) {
+  Json j = parse_text(text);
+  if (job_only_field(j)) return read_job(j);
   if (j.is_object() && j.contains("nodes")) return read_task_group(j);
   return read_plan(j);
 }
 
 namespace {
-std::string read_file_text(const std::string& path) {
-  std::string text;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InvalidInput(path + ": cannot open plan file: " + std::strerror(errno));
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  if (std::ferror(f)) {
-    int err = errno;
-    std::fclose(f);
-    throw InvalidInput(path + ": cannot read plan file: " + std::strerror(err));
-  }
-  std::fclose(f);
-  return text;
-}
-
 template <class F>
-auto parse_file(const std::string& path, F&& parse) {
-  const std::string text = read_file_text(path);
+auto parse_file(const std::string& path, std::string_view kind, F&& parse) {
+  const std::string text = read_definition_file(path, kind);
   try {
     return parse(text);
   } catch (Error& e) {
@@ -896,13 +900,28 @@ auto parse_file(const std::string& path, F&& parse) {
 }
 }  // namespace
 
-PlanDef load_plan_file(const std::string& path) { return parse_file(path, plan_from_json); }
+PlanDef load_plan_file(const std::string& path) { return parse_file(path, "plan", plan_from_json); }
 
-RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, runnable_from_json); }
+RunnableDef load_runnable_file(const std::string& path) { return parse_file(path, "plan", runnable_from_json); }
 
-JobDef job_from_json(std::string_view text) { return read_job(parse_text(text)); }
+JobDef job_from_json(std::string_view text) {
+  Json j = parse_text(text);
+  // A plan or TaskGroup given as a job: say so rather than 'unknown field "network"'.
+  if (j.is_object() && !job_only_field(j)) {
+    if (j.contains("nodes"))
+      fail("", "this is a TaskGroup document (it has \"nodes\"), not a job: a job has an \"epoch_group\" "
+               "(docs/job-format.md)");
+    if (j.contains("network") || j.contains("execution_step"))
+      fail("", "this is a plan, not a job: a job has an \"epoch_group\" (docs/job-format.md)");
+  }
+  return read_job(j);
+}
 
-JobDef load_job_file(const std::string& path) { return parse_file(path, job_from_json); }
+JobDef load_job_file(const std::string& path) { return parse_file(path, "job", job_from_json); }
+
+DocumentDef load_document_file(const std::string& path) {
+  return parse_file(path, "plan or job", document_from_json);
+}
 
 std::string to_json(const JobDef& job, int indent) {
   for (const TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {

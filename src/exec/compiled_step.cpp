@@ -154,8 +154,13 @@ void CompiledStep::fail(std::exception_ptr e) {
 }
 
 std::exception_ptr CompiledStep::first_exception() const {
-  std::lock_guard lk(ex_mu_);
-  return first_ex_;
+  std::exception_ptr e;
+  {
+    std::lock_guard lk(ex_mu_);
+    e = first_ex_;
+  }
+  // Concurrent instances of this step each rethrow it: each gets its own copy to add context to.
+  return copy_for_rethrow(e);
 }
 
 void CompiledStep::cancel() {

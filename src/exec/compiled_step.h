@@ -104,6 +104,8 @@ class CompiledStep {
   }
   /// Records the first error and cancels everything below this step.
   void fail(std::exception_ptr e);
+  /// The first error recorded, as a private copy (copy_for_rethrow): the concurrent instances
+  /// of a step share it and each rethrows it, adding its own context. Null when there is none.
   std::exception_ptr first_exception() const;
   void cancel();
   [[noreturn, gnu::cold, gnu::noinline]] void throw_should_stop_not_a_scalar_bool(const Tensor* t) const;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <new>
 #include <set>
 
 #include "moka/core/error.h"
@@ -71,9 +72,32 @@ SimpleNet::SimpleNet(NetDef def, Workspace* ws) : def_(std::move(def)) {
 
 SimpleNet::~SimpleNet() = default;
 
+namespace {
+// An operator and the blobs it writes, for an allocation failure: the tensor it could not allocate
+// is one of them (`operator #0 (ConstantFill) writing "y"`).
+std::string describe_writer(const OperatorDef& op, int index) {
+  std::string out = OperatorBase::describe(op, index);
+  if (op.output.empty()) return out;
+  out += " writing ";
+  for (std::size_t k = 0; k < op.output.size() && k < 4; ++k) out += fmt::format("{}\"{}\"", k ? ", " : "", op.output[k]);
+  if (op.output.size() > 4) out += fmt::format(" and {} more", op.output.size() - 4);
+  return out;
+}
+}  // namespace
+
 void SimpleNet::rethrow_in_context(std::size_t i) {
   try {
     throw;
+  } catch (OutOfMemory& e) {
+    e.add_context(describe_writer(def_.op[i], static_cast<int>(i)));
+    e.add_context(describe_net(def_.name));
+    throw;
+  } catch (const std::bad_alloc&) {
+    // An allocation other than a tensor's (those throw OutOfMemory naming their size).
+    OutOfMemory wrapped("out of memory (std::bad_alloc)");
+    wrapped.add_context(describe_writer(def_.op[i], static_cast<int>(i)));
+    wrapped.add_context(describe_net(def_.name));
+    std::throw_with_nested(wrapped);
   } catch (Error& e) {
     e.add_context(OperatorBase::describe(def_.op[i], static_cast<int>(i)));
     e.add_context(describe_net(def_.name));

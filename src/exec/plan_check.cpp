@@ -1,4 +1,4 @@
-// check_plan: validates a plan's structure and every operator against its schema before anything runs.
+// check_plan: validates a plan's structure and every operator (nested nets' included) against its schema before anything runs.
 #include <fmt/format.h>
 
 #include <set>
@@ -43,12 +43,49 @@ void check_step(const ExecutionStepDef& s, const std::set<std::string>& nets, co
     check_step(s.substep[i], nets, fmt::format("{}.substep[{}] \"{}\"", path, i, s.substep[i].name), depth + 1);
 }
 
+void check_ops(const NetDef& net, int depth);
+
+// The nets an operator holds in its arguments (If's then_net, While's loop_net, ...): checked as
+// the plan's own nets are, with the operator and the net in the context, as a run would name them.
+void check_nested_nets(const OperatorDef& op, int depth) {
+  for (const Argument& arg : op.arg) {
+    auto check = [&](const NetDef& net) {
+      if (depth >= kMaxDepth)
+        throw InvalidInput(fmt::format("argument \"{}\": nets are nested in arguments more than {} levels deep",
+                                       arg.name, kMaxDepth));
+      if (net.name.empty()) throw InvalidInput(fmt::format("argument \"{}\": a net needs a name", arg.name));
+      try {
+        check_ops(net, depth + 1);
+      } catch (Error& e) {
+        e.add_context(fmt::format("net \"{}\"", net.name));
+        throw;
+      }
+    };
+    if (arg.n) check(*arg.n);
+    if (arg.nets)
+      for (const NetDef& net : *arg.nets) check(net);
+  }
+}
+
+// Every operator of net against its schema, nested nets included.
+void check_ops(const NetDef& net, int depth) {
+  const auto& reg = OperatorRegistry::global();
+  for (std::size_t i = 0; i < net.op.size(); ++i) {
+    try {
+      reg.validate(net.op[i]);
+      check_nested_nets(net.op[i], depth);
+    } catch (Error& e) {
+      e.add_context(OperatorBase::describe(net.op[i], static_cast<int>(i)));
+      throw;
+    }
+  }
+}
+
 }  // namespace
 
 void check_plan(const PlanDef& plan) {
   register_control_operators();
   std::set<std::string> names;
-  const auto& reg = OperatorRegistry::global();
   for (std::size_t n = 0; n < plan.network.size(); ++n) {
     const NetDef& net = plan.network[n];
     if (net.name.empty()) throw InvalidInput(fmt::format("network[{}]: a net needs a name", n));
@@ -57,14 +94,11 @@ void check_plan(const PlanDef& plan) {
           "Your plan contains networks of the same name \"{}\", which should not happen. Check your plan to see "
           "if you made a programming error in creating the plan.",
           net.name));
-    for (std::size_t i = 0; i < net.op.size(); ++i) {
-      try {
-        reg.validate(net.op[i]);
-      } catch (Error& e) {
-        e.add_context(OperatorBase::describe(net.op[i], static_cast<int>(i)));
-        e.add_context(fmt::format("network[{}] \"{}\"", n, net.name));
-        throw;
-      }
+    try {
+      check_ops(net, 0);
+    } catch (Error& e) {
+      e.add_context(fmt::format("network[{}] \"{}\"", n, net.name));
+      throw;
     }
   }
   for (std::size_t i = 0; i < plan.execution_step.size(); ++i)

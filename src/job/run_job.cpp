@@ -23,6 +23,7 @@
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/json.h"
+#include "moka/exec/job_check.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/job/checkpoint_manager.h"
 #include "moka/io/db.h"
@@ -113,6 +114,9 @@ class JobRun {
  private:
   void validate() {
     if (job_.stop_conditions.empty()) throw InvalidInput("job has no stop_conditions: its epoch loop would never end");
+    // Everything a definition can get wrong, in any group, before init_group runs: an unknown
+    // operator in exit_group, a stop condition or nodes_to_checkpoint naming a node no group has.
+    check_job(job_);
     if (!opt_.checkpoint_dir.empty()) {
       if (ckpt_nodes_.empty()) {
         throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");

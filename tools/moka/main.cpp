@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,25 @@ int exit_now(int code) {
   std::cout.flush();
   std::cerr.flush();
   std::_Exit(code);
+}
+
+// The check of an integer count flag (--keep-last, --keep-every): the whole value a decimal integer
+// from 0 to INT64_MAX, else a message that says so and quotes the value (CLI11's NonNegativeNumber
+// printed its range as a 300-digit number).
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc() && stop == end && v >= 0) return {};
+        if (ec == std::errc::result_out_of_range && stop == end && text[0] != '-')
+          return fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<int64_t>::max(), text);
+        if ((ec == std::errc() || ec == std::errc::result_out_of_range) && stop == end)
+          return fmt::format("expected an integer >= 0, got {}", text);
+        return fmt::format("expected an integer >= 0, got \"{}\"", one_line(text));
+      },
+      "N");
 }
 
 // --fibers / --threads (exclusive: CLI11 checks); neither: Concurrency::automatic.
@@ -298,24 +318,37 @@ int cmd_job_run(const JobRunArgs& args) {
   return 0;
 }
 
+// "1 stop condition", "2 stop conditions".
+std::string count_of(std::size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+
+// The summary `moka check` prints for a valid job: its groups that have nodes, its distinct nodes,
+// stop conditions and checkpointed nodes.
+std::string job_summary(const moka::JobDef& job) {
+  std::size_t groups = 0;
+  std::vector<std::string> nodes;
+  for (const moka::TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {
+    if (!g->nodes.empty()) ++groups;
+    for (const auto& n : g->nodes)
+      if (std::find(nodes.begin(), nodes.end(), n.node) == nodes.end()) nodes.push_back(n.node);
+  }
+  return fmt::format("job, {} with nodes, {}, {}, {} checkpointed", count_of(groups, "group"), count_of(nodes.size(), "node"),
+                     count_of(job.stop_conditions.size(), "stop condition"), count_of(job.checkpoint_nodes().size(), "node"));
+}
+
 int cmd_check(const std::string& path) {
-  const moka::RunnableDef doc = moka::load_runnable_file(path);
+  const moka::DocumentDef doc = moka::load_document_file(path);
   if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
     moka::check_plan(*plan);
     std::cout << fmt::format("{}: ok ({} nets, {} top-level steps)\n", path, plan->network.size(),
                              plan->execution_step.size());
-    return 0;
+  } else if (const auto* group = std::get_if<moka::TaskGroupDef>(&doc)) {
+    moka::check_task_group(*group);
+    std::cout << fmt::format("{}: ok (task group, {} nodes)\n", path, group->nodes.size());
+  } else {
+    const auto& job = std::get<moka::JobDef>(doc);
+    moka::check_job(job);
+    std::cout << fmt::format("{}: ok ({})\n", path, job_summary(job));
   }
-  const auto& group = std::get<moka::TaskGroupDef>(doc);
-  for (const auto& n : group.nodes) {
-    try {
-      moka::check_plan(n.plan);
-    } catch (moka::Error& e) {
-      e.add_context(fmt::format("node \"{}\"", n.node));
-      throw;
-    }
-  }
-  std::cout << fmt::format("{}: ok (task group, {} nodes)\n", path, group.nodes.size());
   return 0;
 }
 
@@ -338,16 +371,21 @@ int main(int argc, char** argv) {
   CLI::App app{"moka: a runtime for dataflow jobs (Caffe2's task/job layer in C++)", "moka"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moka 0.1.0");
-  app.footer(
+  app.footer(fmt::format(
       "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
       "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
-      "  moka check PLAN.json\n"
+      "           [--fibers | --threads]\n"
+      "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
       "  moka ops [TYPE]\n"
       "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
       "               [--start-over] [--accept-changed-job]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
+      "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+      "  moka --help | moka SUBCOMMAND --help | moka --version\n"
+      "Plan, TaskGroup and job files are read up to {} MiB.\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
-      "130 interrupted. Errors are one line on stderr. See docs/cli.md.");
+      "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
+      moka::kMaxDefinitionFileBytes >> 20));
 
   auto* run = app.add_subcommand("run", "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
                                         "the fetched blobs as one JSON object");
@@ -418,10 +456,10 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   CLI::Option* keep_last =
       job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(non_negative_integer());
   // Alone it would keep everything (it only adds epochs to what --keep-last keeps): refused.
   job_run->add_option("--keep-every", job_args.keep_every, "With --keep-last, also keep every epoch divisible by K")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_integer())
       ->needs(keep_last);
   job_run->add_flag("--background-save", job_args.background_save,
                     "Snapshot blobs at the epoch boundary and write them while the next epoch runs");
@@ -444,9 +482,17 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad job, flags, or a checkpoint "
       "that does not verify), 130 interrupted (SIGINT/SIGTERM; the epoch in flight is not checkpointed).");
 
-  auto* check = app.add_subcommand("check", "Validate a plan without running it (exit 0 if valid, 2 if not)");
+  auto* check = app.add_subcommand(
+      "check", "Validate a plan, a TaskGroup or a job without running it (exit 0 if valid, 2 if not)");
   std::string check_path;
-  check->add_option("plan", check_path, "Plan JSON file")->required();
+  check->add_option("file", check_path,
+                    "Plan, TaskGroup or job JSON file (docs/plan-format.md, docs/job-format.md); told apart by "
+                    "their fields")
+      ->required();
+  check->footer(
+      "Output: one line on stdout, \"FILE: ok (8 nets, 3 top-level steps)\", \"FILE: ok (task group, 2 nodes)\" "
+      "or \"FILE: ok (job, ...)\". A job's node plans, stop conditions and nodes_to_checkpoint are checked.\n"
+      "Exit codes: 0 valid, 2 invalid (one line on stderr naming the problem).");
 
   auto* ops = app.add_subcommand("ops", "List every registered operator with its schema");
   std::string op_type;

@@ -106,7 +106,8 @@ class Tensor {
 
   /// Sets dtype and shape. Keeps the storage when it is large enough; new elements have
   /// unspecified values (zero for freshly allocated storage). Throws InvalidInput for negative
-  /// dimensions or a size that overflows.
+  /// dimensions or a size that overflows, OutOfMemory (naming dtype, shape and bytes) when the
+  /// storage cannot be allocated; the tensor is then unchanged.
   void resize(DType dtype, std::span<const int64_t> shape) {
     // Steady state of every loop: same dtype and shape as last time, nothing to do.
     if (dtype == dtype_ && same_shape(shape)) return;
@@ -126,7 +127,7 @@ class Tensor {
   /// Sets dimension 0 to `rows`, keeping the values of every row that remains (Caffe2's
   /// Extend/ShrinkTo). Storage grows geometrically, so appending rows one batch at a time costs
   /// amortized O(appended values). Needs a defined tensor with ndim() >= 1 (TypeError otherwise);
-  /// InvalidInput for a negative or too large row count. New rows have unspecified values: zero
+  /// InvalidInput for a negative or too large row count, OutOfMemory when the storage cannot grow. New rows have unspecified values: zero
   /// where the storage grows (rows a shrink dropped come back with their old values), except with
   /// zero_new = false, for callers that write every new row before anything reads it (appends),
   /// which saves a pass over them.
@@ -191,6 +192,8 @@ class Tensor {
  private:
   void resize_slow(DType dtype, std::span<const int64_t> shape, bool zero_new = true);
   void resize_dim0_slow(int64_t rows, bool zero_new);
+  void grow_dim0(int64_t rows, int64_t n, bool zero_new);
+  [[noreturn]] void dim0_out_of_memory(int64_t rows, int64_t n) const;
   // An element loop, not std::equal: that becomes a memcmp call, which costs more than the
   // one or two dimensions of a typical batch (resize runs once per operator per batch).
   bool same_shape(std::span<const int64_t> shape) const noexcept {
@@ -222,7 +225,10 @@ class Tensor {
   std::vector<std::string> strings_;   // used when dtype_ == String
 };
 
-/// Product of dimensions; throws InvalidInput for negative dimensions or overflow.
+/// Product of dimensions; throws InvalidInput for negative dimensions or overflow. The product of
+/// the non-zero dimensions must fit in int64 too ([0, 2^40, 2^40] is refused although it has no
+/// elements), so every sub-product of a valid shape does: code that multiplies some dimensions of
+/// a tensor (its row size) cannot overflow.
 int64_t shape_numel(std::span<const int64_t> shape);
 /// "[2,3]"
 std::string shape_string(std::span<const int64_t> shape);

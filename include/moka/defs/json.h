@@ -21,7 +21,8 @@ ExecutionStepDef step_from_json(std::string_view text);
 /// Parses a compiled TaskGroup: `{"name": ..., "nodes": [{"node": ..., "plan": {...}, "outputs": [...]}]}`.
 TaskGroupDef task_group_from_json(std::string_view text);
 
-/// Reads and parses a plan file; InvalidInput names the file on any problem.
+/// Reads and parses a plan file; InvalidInput names the file on any problem. Files are read with
+/// read_definition_file (moka/defs/definition_file.h): at most kMaxDefinitionFileBytes.
 PlanDef load_plan_file(const std::string& path);
 
 /// A plan or a compiled TaskGroup (told apart by the TaskGroup's "nodes" field).
@@ -35,6 +36,15 @@ RunnableDef load_runnable_file(const std::string& path);
 JobDef job_from_json(std::string_view text);
 /// Reads and parses a job file; InvalidInput names the file on any problem.
 JobDef load_job_file(const std::string& path);
+
+/// A plan, a compiled TaskGroup or a job, told apart by their top-level fields: a job has
+/// "epoch_group" (or another field only jobs have: "init_group", "stop_conditions", ...), a
+/// TaskGroup "nodes"; anything else is read as a plan. (runnable_from_json refuses a job document
+/// with a message saying what it is.)
+using DocumentDef = std::variant<PlanDef, TaskGroupDef, JobDef>;
+DocumentDef document_from_json(std::string_view text);
+/// Reads and parses a plan, TaskGroup or job file; InvalidInput names the file on any problem.
+DocumentDef load_document_file(const std::string& path);
 
 /// Serialises to JSON (indent < 0: one line). Round trip through *_from_json is lossless.
 /// Throws InvalidInput for a plan holding a "Callable" operator (it only exists in this process).

@@ -72,7 +72,8 @@ void run_step(Workspace& ws, const ExecutionStepDef& step, const std::vector<Net
 /// Duplicate net names, steps with both substeps and networks, references to undefined nets,
 /// should_stop_blob with num_iter, only_once without should_stop_blob, report_net without
 /// report_interval, negative counts, unknown operator types and arguments that do not satisfy
-/// their operator's schema. Throws InvalidInput naming the step path or net and operator.
+/// their operator's schema — also in the nets operators hold as arguments (If's then_net, ...).
+/// Throws InvalidInput naming the step path or net and operator.
 void check_plan(const PlanDef& plan);
 
 }  // namespace moka

@@ -1,5 +1,5 @@
-// The fixture of the CLI tests: runs the built moka binary as a subprocess (stdout and stderr captured
-// separately, killed after a timeout), and helpers that check its output, error lines and exit codes.
+// The fixture of the CLI tests: runs the built moka binary (spawn_moka, cli_process.h) with files in a
+// temporary folder, and helpers that check its output, error lines and exit codes.
 #pragma once
 
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "unit/cli/cli_process.h"
 
 namespace moka_cli_test {
 
@@ -30,28 +30,16 @@ using Json = nlohmann::json;
 
 constexpr auto kProcessTimeout = std::chrono::seconds(20);
 
-struct CliResult {
-  int code = -1;  // exit status, or 128 + signal number when killed by a signal
-  bool timed_out = false;
-  std::string out;
-  std::string err;
-  /// With interrupt_on_stderr: from the signal to the exit (-1 when no signal was sent).
-  std::chrono::milliseconds after_signal{-1};
-};
+using CliResult = moka::testing::MokaResult;
 
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_file(const fs::path& path) { return moka::testing::slurp(path); }
 
 inline void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
 }
 
-// Options of one subprocess run: interrupt_on_stderr sends SIGINT once the process has written
+// Options of one subprocess run: interrupt_on_stderr sends `signal` once the process has written
 // something to stderr (so the signal arrives while the plan runs, after the handler is installed).
 struct RunOpts {
   bool interrupt_on_stderr = false;
@@ -79,58 +67,10 @@ class Cli : public ::testing::Test {
   }
 
   CliResult run(const std::vector<std::string>& args, RunOpts opts = {}) {
-    const fs::path out_path = dir_ / fmt_name("stdout");
-    const fs::path err_path = dir_ / fmt_name("stderr");
-    std::vector<std::string> argv_s{MOKA_CLI_PATH};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, MOKA_CLI_PATH, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    CliResult r;
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn(" << MOKA_CLI_PATH << ") failed: " << std::strerror(rc);
-      return r;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
-    bool interrupted = false;
-    std::chrono::steady_clock::time_point signalled;
-    int status = 0;
-    while (true) {
-      const pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) {
-        if (interrupted)
-          r.after_signal = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - signalled);
-        break;
-      }
-      if (opts.interrupt_on_stderr && !interrupted && fs::exists(err_path) && fs::file_size(err_path) > 0) {
-        std::this_thread::sleep_for(opts.signal_delay);
-        signalled = std::chrono::steady_clock::now();
-        ::kill(pid, opts.signal);
-        interrupted = true;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        r.timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
-    r.out = read_file(out_path);
-    r.err = read_file(err_path);
-    EXPECT_FALSE(r.timed_out) << "moka did not finish within " << kProcessTimeout.count() << " s";
-    return r;
+    return moka::testing::spawn_moka(args, dir_ / fmt_name("stdout"), dir_ / fmt_name("stderr"), kProcessTimeout,
+                                     {.on_stderr = opts.interrupt_on_stderr,
+                                      .signal = opts.signal,
+                                      .delay = opts.signal_delay});
   }
 
   // Runs `moka run PLAN --fetch FETCH` on plan text; expects success and returns stdout parsed.

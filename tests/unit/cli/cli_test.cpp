@@ -343,7 +343,7 @@ TEST_F(Cli, CheckValidPlan) {
 TEST_F(Cli, CheckInvalidPlan) {
   expect_error(run({"check", plan_file(one_net_plan(R"([{"type": "NoSuchOp"}])"))}), 2, {"NoSuchOp"});
   expect_error(run({"check", plan_file("[1, 2]")}), 2, {"expected an object"});
-  expect_error(run({"check"}), 2, {"plan", "required"});
+  expect_error(run({"check"}), 2, {"file", "required"});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "moka/core/error.h"
 #include "moka/core/tensor.h"
 
 namespace moka {
@@ -144,15 +145,17 @@ TEST(LargeStorage, AFreedMappingIsReusedAndZeroFilledAgain) {
   other.raw_mutable_data()[n - 1] = std::byte{2};
 }
 
-TEST(LargeStorage, ARefusedMappingThrowsBadAllocAndKeepsTheTensor) {
+TEST(LargeStorage, ARefusedMappingThrowsOutOfMemoryAndKeepsTheTensor) {
   // 256 TiB: more than x86-64 user address space, so the kernel refuses the mapping whatever the
   // overcommit policy.
   Tensor t(DType::UInt8, {static_cast<int64_t>(3 * kMiB)});
   t.raw_mutable_data()[5] = std::byte{7};
   const std::byte* before = t.raw_data();
   const std::vector<int64_t> huge{int64_t{1} << 48};
-  EXPECT_THROW(t.resize_for_overwrite(DType::UInt8, huge), std::bad_alloc);
-  EXPECT_THROW(t.resize(DType::UInt8, huge), std::bad_alloc);
+  EXPECT_THROW(detail::allocate_large_storage(std::size_t{1} << 48), std::bad_alloc);
+  // The tensor turns the allocator's bad_alloc into an OutOfMemory naming its dtype and shape.
+  EXPECT_THROW(t.resize_for_overwrite(DType::UInt8, huge), OutOfMemory);
+  EXPECT_THROW(t.resize(DType::UInt8, huge), OutOfMemory);
   // The failed growth left the tensor as it was (vector's strong guarantee), and usable.
   EXPECT_EQ(t.numel(), static_cast<int64_t>(3 * kMiB));
   EXPECT_EQ(t.raw_data(), before);

@@ -116,6 +116,24 @@ TEST(CheckpointDir, NodeNamesThatEscapeTheDirectoryAreRefusedBeforeAnythingRuns)
   EXPECT_FALSE(fs::exists(fs::path(dir) / "moka-manifest.0.json"));
 }
 
+// Item 5: what the definition gets wrong is reported before init_group runs.
+TEST(CheckpointDir, AMisspeltNodeToCheckpointOrABadLaterGroupFailsBeforeAnythingRuns) {
+  TempDir dir;
+  JobDef misspelt = small_job(2);
+  misspelt.nodes_to_checkpoint = {"trainer", "raeder"};
+  std::string why = message_of<InvalidInput>([&] { run_to_end(misspelt, dir.path()); });
+  EXPECT_NE(why.find("raeder"), std::string::npos) << why;
+  JobDef bad_exit = small_job(2);
+  bad_exit.exit_group.nodes[0].plan.network[0].op[0].type = "NoSuchOperator";
+  why = message_of<InvalidInput>([&] { run_to_end(bad_exit, dir.path()); });
+  EXPECT_NE(why.find("NoSuchOperator"), std::string::npos) << why;
+  JobDef ghost_stop = small_job(2);
+  ghost_stop.stop_conditions[0].node = "ghost";
+  why = message_of<InvalidInput>([&] { run_to_end(ghost_stop, dir.path()); });
+  EXPECT_NE(why.find("ghost"), std::string::npos) << why;
+  EXPECT_TRUE(committed_epochs(dir.path()).empty()) << "init_group ran and was checkpointed";
+}
+
 // Item 6: the manifest's own checksum.
 TEST(CheckpointDir, AnEditedManifestIsNotTrustedAndResumeFallsBack) {
   TempDir dir;
