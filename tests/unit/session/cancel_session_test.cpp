@@ -34,7 +34,9 @@ TaskGroup endless_group() {
 // `trigger` was called (on this thread) once the run had started.
 template <class Trigger>
 std::chrono::milliseconds cancelled_run_time(const std::shared_ptr<CancelToken>& token, Trigger trigger) {
-  LocalSession session({.run = {.cancel = token}});
+  LocalSessionOptions options;
+  options.run.cancel = token;
+  LocalSession session(options);
   TaskGroup group = endless_group();
   auto run = std::async(std::launch::async, [&] {
     try {
