@@ -13,18 +13,17 @@ namespace moka {
 namespace {
 
 
-// `<node>/<name>`, unique among the group's tasks (decision 3: pending and added ones alike).
-std::string next_task_name(const std::string& node, const detail::TaskGroupState* group, const std::string& name) {
+// `<node>/<name>`, unique among the group's tasks (decision 3: pending and added ones alike):
+// the first of base, base:1, base:2, ... not taken. Names are never given back, so the search for
+// a base resumes where the previous one stopped.
+std::string next_task_name(const std::string& node, detail::TaskGroupState* group, const std::string& name) {
   const std::string base = node + "/" + name;
   if (!group) return base;
-  auto taken = [&](const std::string& candidate) {
-    for (const auto* list : {&group->tasks_to_add, &group->tasks})
-      for (const auto& t : *list)
-        if (t.name() == candidate) return true;
-    return false;
-  };
-  std::string candidate = base;
-  for (int i = 1; taken(candidate); ++i) candidate = fmt::format("{}:{}", base, i);
+  if (!group->task_names.contains(base)) return base;
+  int& i = group->next_suffix[base];
+  std::string candidate;
+  do candidate = fmt::format("{}:{}", base, ++i);
+  while (group->task_names.contains(candidate));
   return candidate;
 }
 
@@ -43,7 +42,10 @@ Task::Task(const TaskOptions& options) : state_(std::make_shared<detail::TaskSta
   state_->group = gs;
   state_->workspace_type = options.workspace_type;
   state_->num_instances = options.num_instances;
-  if (gs) gs->tasks_to_add.push_back(*this);
+  if (gs) {
+    gs->task_names.insert(state_->name);
+    gs->tasks_to_add.push_back(*this);
+  }
   add_outputs(options.outputs);
 }
 
@@ -67,7 +69,10 @@ void Task::run_body(const std::function<void()>& body) {
   auto gs = state_->group.lock();
   if (gs) {
     auto& pending = gs->tasks_to_add;
-    pending.erase(std::remove(pending.begin(), pending.end(), *this), pending.end());
+    if (!pending.empty() && pending.back() == *this)
+      pending.pop_back();  // the usual case: the constructor has just appended it
+    else
+      pending.erase(std::remove(pending.begin(), pending.end(), *this), pending.end());
   }
   NetBuilder builder(NetBuilderOptions{.fullname = state_->name});
   {

@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,11 @@ struct TaskGroupState {
   std::optional<WorkspaceType> workspace_type;
   std::vector<Task> tasks_to_add;
   std::vector<Task> tasks;
+  // Names of the tasks in tasks_to_add and tasks (names are never given back), and per base name
+  // the next `:<i>` suffix to try: naming a task looks up a set instead of scanning every task of
+  // the group per candidate name (which made a group of n tasks named alike cost O(n^3)).
+  std::unordered_set<std::string> task_names;
+  std::unordered_map<std::string, int> next_suffix;
   bool already_used = false;
   std::vector<std::pair<std::string, ExecutionStep>> report_steps;  // (node, step)
   std::vector<std::pair<std::string, Net>> report_nets;             // (node, net)
