@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "moka/core/error.h"
 #include "moka/session/run_task_group.h"
 
@@ -48,9 +50,11 @@ LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::fu
   });
   for (auto& [k, c] : cache_)
     if (!k.owner_before(key) && !key.owner_before(k)) return *c;
+  static std::atomic<uint64_t> next_serial{1};
   auto c = std::make_unique<Compiled>();
   TaskGroup group = make_group();
   c->def = compile_group(group, c->outputs);
+  c->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   cache_.emplace_back(key, std::move(c));
   return *cache_.back().second;
 }
@@ -121,13 +125,14 @@ Tensor LocalSession::fetch(const std::string& node, const std::string& blob) con
 }
 
 void LocalSession::run_compiled(Compiled& c) {
-  if (!c.outputs_set) {
-    for (auto& [node, outs] : c.outputs) {
-      outs.set_values(outs.names(), [nodes = workspaces_, node = node](const std::string& blob) {
-        return fetch_from(*nodes, node, blob);
-      });
-    }
-    c.outputs_set = true;
+  // Outputs read this session's node workspaces: set them on the first run, and again when another
+  // session (or another runnable sharing a TaskOutput) has set them since — they follow the latest run.
+  for (auto& [node, outs] : c.outputs) {
+    if (outs.set_by(c.serial)) continue;
+    outs.set_values(
+        outs.names(),
+        [nodes = workspaces_, node = node](const std::string& blob) { return fetch_from(*nodes, node, blob); },
+        c.serial);
   }
   if (!options_.reuse_nets) {
     run_task_group(c.def, *workspaces_, options_.run);
