@@ -87,7 +87,11 @@ const std::string& Task::name() const { return state_->name; }
 const std::string& Task::node() const { return state_->node; }
 int32_t Task::num_instances() const { return state_->num_instances; }
 std::optional<WorkspaceType> Task::workspace_type() const { return state_->workspace_type; }
-void Task::set_workspace_type(WorkspaceType t) { state_->workspace_type = t; }
+void Task::set_workspace_type(WorkspaceType t) {
+  if (state_->used && state_->workspace_type && *state_->workspace_type != t)
+    throw InvalidInput("Cannot modify task since it is already been used.");
+  state_->workspace_type = t;
+}
 bool Task::has_step() const { return state_->step.has_value(); }
 bool Task::is_used() const { return state_->used; }
 const std::vector<TaskOutput>& Task::outputs() const { return state_->outputs; }
@@ -153,6 +157,17 @@ void Task::notify_used() {
   if (state_->used) return;
   get_step();
   state_->used = true;
+}
+
+ExecutionStep Task::group_step() {
+  if (!state_->group_step) {
+    // The type is final by now (TaskGroup::add set it, and a used task keeps it), so the flag set
+    // here holds for every group the task joins.
+    ExecutionStep s = get_step();
+    s.set_create_workspace(state_->workspace_type == WorkspaceType::Private);
+    state_->group_step = s;
+  }
+  return *state_->group_step;
 }
 
 std::string Task::repr() const {

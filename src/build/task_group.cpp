@@ -108,9 +108,7 @@ TaskGroup TaskGroup::tasks_by_node(const std::function<std::string(const std::st
     std::vector<TaskOutput> outputs;
     WorkspaceType gtype = WorkspaceType::Private;
     for (auto& t : tasks) {
-      ExecutionStep s = t.get_step();
-      s.set_create_workspace(t.workspace_type() == WorkspaceType::Private);
-      steps.push_back(s);
+      steps.push_back(t.group_step());
       outputs.insert(outputs.end(), t.outputs().begin(), t.outputs().end());
       if (t.workspace_type() == WorkspaceType::Global) gtype = WorkspaceType::Global;
     }

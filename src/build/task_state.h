@@ -24,6 +24,9 @@ struct TaskState {
   std::weak_ptr<TaskGroupState> group;
   bool used = false;
   std::optional<ExecutionStep> step_with_setup;
+  // Memos that make compiling repeatable (a second session, another group): compiling marks the
+  // step used and the setup blocks collected, so what it produced is kept rather than redone.
+  std::optional<ExecutionStep> group_step;  // step_with_setup, create_workspace set by type
 };
 
 struct TaskGroupState {

@@ -66,6 +66,8 @@ class Task {
   int32_t num_instances() const;
   /// The explicit or inherited type, or nullopt when neither the task nor its group set one.
   std::optional<WorkspaceType> workspace_type() const;
+  /// InvalidInput ('Cannot modify task since it is already been used.') when a used task has
+  /// another type: its compiled step runs as that type in every group and session.
   void set_workspace_type(WorkspaceType t);
   bool has_step() const;
 
@@ -90,6 +92,10 @@ class Task {
 
  private:
   friend class TaskGroup;
+  /// get_step() with create_workspace set for the workspace type: the step TaskGroup::tasks_by_node
+  /// runs (memoized; Caffe2 set the flag in every tasks_by_node, which fails once a plan has used
+  /// the step).
+  ExecutionStep group_step();
   void set_step(const StepsOrNets& step);
   void run_body(const std::function<void()>& body);
   std::shared_ptr<detail::TaskState> state_;
