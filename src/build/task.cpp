@@ -170,6 +170,19 @@ ExecutionStep Task::group_step() {
   return *state_->group_step;
 }
 
+TaskGroup Task::tasks_by_node() {
+  if (!state_->alone_by_node) {
+    // The wrapping group lives only here: it holds this task, so keeping it would keep the task
+    // alive through its own memo. The grouped form refers to the task's step and outputs only.
+    TaskGroup alone(WorkspaceType::Global);
+    alone.add(*this);
+    state_->alone_by_node = alone.tasks_by_node().state_;
+  }
+  TaskGroup grouped;
+  grouped.state_ = state_->alone_by_node;
+  return grouped;
+}
+
 std::string Task::repr() const {
   std::string outs;
   for (const auto& o : state_->outputs) outs += (outs.empty() ? "" : ", ") + o.repr();

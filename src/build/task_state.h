@@ -26,7 +26,8 @@ struct TaskState {
   std::optional<ExecutionStep> step_with_setup;
   // Memos that make compiling repeatable (a second session, another group): compiling marks the
   // step used and the setup blocks collected, so what it produced is kept rather than redone.
-  std::optional<ExecutionStep> group_step;  // step_with_setup, create_workspace set by type
+  std::optional<ExecutionStep> group_step;        // step_with_setup, create_workspace set by type
+  std::shared_ptr<TaskGroupState> alone_by_node;  // Task::tasks_by_node(): alone in a GLOBAL group
 };
 
 struct TaskGroupState {

@@ -37,7 +37,8 @@ struct LocalSessionOptions {
 /// blobs and nets (PreparedTaskGroup; options.reuse_nets). TaskOutputs are set when a run starts
 /// (the first one, and any after another session set them) and fetched from the node that
 /// produced them; they keep the node workspaces alive, so they may be fetched after the session is
-/// gone.
+/// gone. The same Task or TaskGroup may run in any number of sessions: each compiles it from the
+/// runnable's memoized grouped form (Task::tasks_by_node, TaskGroup::tasks_by_node).
 /// @code
 ///   moka::LocalSession session;
 ///   session.run(task);
@@ -81,7 +82,8 @@ class LocalSession final : public Session {
   // Keyed by the runnable's identity (TaskGroup::identity() etc.): an entry whose runnable is gone
   // can never be asked for again, so the next lookup drops it, and the nets its plans registered.
   using Key = std::weak_ptr<const void>;
-  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_group);
+  /// make_grouped: the runnable's tasks grouped by node (TaskGroup::tasks_by_node()).
+  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_grouped);
   void run_compiled(Compiled& c);
   void check_open() const;
 

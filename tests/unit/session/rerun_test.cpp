@@ -1,6 +1,7 @@
 // Runnables run again: the same Task in fresh sessions and in groups, setup and report blocks every time, outputs of the latest run.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,47 @@ TEST(Rerun, TaskOutputsFollowTheLatestRun) {
   EXPECT_EQ(doubled.fetch<int64_t>(), 40);
   s1.run(group);
   EXPECT_EQ(doubled.fetch<int64_t>(), 20) << "the output still read the other session's workspace";
+}
+
+// Setup blocks are used once per compilation; a second session's compilation must still have them.
+TEST(Rerun, SetupAndReportBlocksRunInEverySession) {
+  TaskOutput sum;
+  Task task([&] {
+    ops::local_init([&] { ops::Const(100, {.blob_out = "from_local_init"}); });
+    ops::task_init([&] { ops::Const(10, {.blob_out = "from_task_init"}); });
+    ops::task_instance_init([&] { ops::Const(1, {.blob_out = "from_instance_init"}); });
+    BlobRef s = ops::Add({BlobRef("from_local_init"), BlobRef("from_task_init")});
+    sum = final_output(ops::Add({s, BlobRef("from_instance_init")}));
+    ops::task_exit([&] { ops::Const(1, {.blob_out = "from_task_exit"}); });
+    ops::local_exit([&] { ops::Const(2, {.blob_out = "from_local_exit"}); });
+    ops::task_reporter(100000, [&] { ops::Const(3, {.blob_out = "from_reporter"}); });
+  });
+  for (int i = 0; i < 2; ++i) {
+    LocalSession session;
+    session.run(task);
+    EXPECT_EQ(sum.fetch<int64_t>(), 111) << "session " << i;
+    EXPECT_EQ(session.fetch("local", "from_task_exit").item<int64_t>(), 1) << "session " << i;
+    EXPECT_EQ(session.fetch("local", "from_local_exit").item<int64_t>(), 2) << "session " << i;
+    EXPECT_EQ(session.fetch("local", "from_reporter").item<int64_t>(), 3) << "session " << i;
+  }
+}
+
+// What a Task keeps for later sessions does not keep the Task alive: the session still drops
+// what it compiled for a task nobody holds.
+TEST(Rerun, ATaskNobodyHoldsIsStillReleased) {
+  LocalSession session;
+  std::weak_ptr<const void> identity;
+  {
+    Task task([&] {
+      ops::local_init([&] { ops::Const(1, {.blob_out = "from_local_init"}); });
+      final_output(ops::Add({BlobRef("from_local_init"), ops::Const(1)}));
+    });
+    session.run(task);
+    identity = task.identity();
+  }
+  EXPECT_TRUE(identity.expired());
+  session.run(Task([&] { ops::Const(1); }));
+  EXPECT_EQ(session.num_compiled(), 1u);
 }
 
 TEST(Rerun, TaskRunAloneJoinsAGroupLater) {
