@@ -1,4 +1,4 @@
-// Building at scale: a plan collecting many nets, and a group of many tasks of one name, cost time linear in their size.
+// Building at scale: a plan collecting many nets, a group of many tasks of one name, merging many nets — linear in their size.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,6 +67,32 @@ TEST(BuildScale, ManyTasksOfOneNameAreNamedInLinearTime) {
   const double distinct = best_seconds([&] { build(false); });
   EXPECT_LT(one_name, 5 * distinct) << one_name << " s for " << kTasks << " tasks of one name, " << distinct
                                     << " s for as many of distinct names";
+}
+
+// merge_nets (what an IfNet/WhileNet block's nets become) rebuilt the set of blobs the merged net
+// knows for every net it appended: n nets cost O(n^2) — 8000 nets of one operator took seconds.
+TEST(BuildScale, MergeNetsIsLinearInTheNumberOfNets) {
+  constexpr int kOps = 8000;
+  auto nets_of = [](int num_nets) {
+    std::vector<NetDef> nets(static_cast<std::size_t>(num_nets));
+    for (int i = 0; i < kOps; ++i) {
+      NetDef& n = nets[static_cast<std::size_t>(i % num_nets)];
+      const std::string in = "in_" + std::to_string(i), out = "out_" + std::to_string(i);
+      n.op.push_back(make_op("Copy", {in}, {out}));
+      n.external_input.push_back(in);
+      n.external_output.push_back(out);
+    }
+    return nets;
+  };
+  const std::vector<NetDef> many = nets_of(kOps), two = nets_of(2);
+  NetDef merged;
+  const double with_many = best_seconds([&] { merged = merge_nets(many, {"out_0"}); });
+  const double with_two = best_seconds([&] { merge_nets(two, {"out_0"}); });
+  EXPECT_EQ(merged.op.size(), static_cast<std::size_t>(kOps));
+  EXPECT_EQ(merged.external_input.size(), static_cast<std::size_t>(kOps));
+  EXPECT_EQ(merged.external_output, std::vector<std::string>{"out_0"});
+  EXPECT_LT(with_many, 10 * with_two) << with_many << " s for " << kOps << " nets, " << with_two
+                                      << " s for 2 nets of as many operators";
 }
 
 // The suffix search resumes where it stopped without skipping a free name: names taken by tasks
