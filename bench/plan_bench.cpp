@@ -1,5 +1,6 @@
 // Plan executor benchmarks, each beside its peer: num_iter loops and should_stop loops vs a plain C++
-// loop on the same tensors, and concurrent substeps vs one std::thread per substep per iteration.
+// loop on the same tensors, concurrent substeps vs one std::thread per substep per iteration, and
+// plans of many nets vs plans of as many steps over one net (compile-and-run time linear in both).
 #include <benchmark/benchmark.h>
 
 #include <thread>
@@ -151,5 +152,46 @@ void BM_ThreadPerSubstep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * iters);
 }
 BENCHMARK(BM_ThreadPerSubstep)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A plan of n nets of one Add each and n steps, step i running net i: checked, instantiated and
+// run once per iteration (run_plan), so the time is the compile time of n nets.
+void BM_PlanOfNets(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  PlanDef plan;
+  for (std::size_t i = 0; i < n; ++i) {
+    plan.network.push_back(add_net("n" + std::to_string(i), 1));
+    ExecutionStepDef s;
+    s.name = "s" + std::to_string(i);
+    s.network = {plan.network.back().name};
+    plan.execution_step.push_back(std::move(s));
+  }
+  for (auto _ : state) {
+    Workspace ws;
+    fill_scalars(ws);
+    run_plan(ws, plan);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_PlanOfNets)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
+
+// Peer: the same n steps, every one running one net of one Add.
+void BM_PlanOfSteps(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  PlanDef plan;
+  plan.network.push_back(add_net("n", 1));
+  for (std::size_t i = 0; i < n; ++i) {
+    ExecutionStepDef s;
+    s.name = "s" + std::to_string(i);
+    s.network = {"n"};
+    plan.execution_step.push_back(std::move(s));
+  }
+  for (auto _ : state) {
+    Workspace ws;
+    fill_scalars(ws);
+    run_plan(ws, plan);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_PlanOfSteps)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
 }  // namespace

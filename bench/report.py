@@ -19,6 +19,8 @@ PAIRS = [  # (moka benchmark, peer benchmark, what one item is)
      "iteration of 2 concurrent substeps, Concurrency::fibers"),
     ("BM_ConcurrentSubstepsOnFibers/8/real_time", "BM_ThreadPerSubstep/8/real_time",
      "iteration of 8 concurrent substeps, Concurrency::fibers"),
+    ("BM_PlanOfNets/10000", "BM_PlanOfSteps/10000", "plan of 10^4 one-Add nets, step i runs net i, per net (run_plan)"),
+    ("BM_PlanOfNets/100000", "BM_PlanOfSteps/100000", "plan of 10^5 one-Add nets, step i runs net i, per net (run_plan)"),
 ]
 
 

@@ -238,16 +238,19 @@ void add_while_op(NetDef& while_net, const std::string& cond_blob, const BlobNam
 NetDef merge_nets(const std::vector<NetDef>& nets, const BlobNameSet& outer_blob_names) {
   if (nets.empty()) throw InvalidInput("merge_nets: no nets to merge");
   NetDef merged = nets.front();
+  // What the merged net declares or computes so far, and its external outputs, kept up to date
+  // net by net (rebuilding them for every net made merging n nets quadratic).
+  std::unordered_set<std::string> known(merged.external_input.begin(), merged.external_input.end());
+  for (const auto& op : merged.op) known.insert(op.output.begin(), op.output.end());
+  std::unordered_set<std::string> outputs(merged.external_output.begin(), merged.external_output.end());
   for (std::size_t i = 1; i < nets.size(); ++i) {
     // Net.AppendNet: external inputs the merged net neither declares nor computes, then the ops.
-    std::unordered_set<std::string> known(merged.external_input.begin(), merged.external_input.end());
-    for (const auto& op : merged.op) known.insert(op.output.begin(), op.output.end());
     for (const auto& e : nets[i].external_input)
       if (known.insert(e).second) merged.external_input.push_back(e);
     for (const auto& o : nets[i].external_output)
-      if (std::find(merged.external_output.begin(), merged.external_output.end(), o) == merged.external_output.end())
-        merged.external_output.push_back(o);
+      if (outputs.insert(o).second) merged.external_output.push_back(o);
     merged.op.insert(merged.op.end(), nets[i].op.begin(), nets[i].op.end());
+    for (const auto& op : nets[i].op) known.insert(op.output.begin(), op.output.end());
   }
   // A blob written by a nested block is its external output; here it may be purely local.
   std::erase_if(merged.external_output, [&](const std::string& o) { return !outer_blob_names.count(o); });

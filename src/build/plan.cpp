@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -23,11 +24,14 @@ struct PlanState {
 namespace {
 
 // Caffe2's add_nets_in_order: substeps depth-first, then the step's nets, then its report net.
-void add_nets_in_order(const ExecutionStep& step, std::vector<std::string>& names) {
+// `seen` holds the names already in `names` (a search of `names` per net made a plan of n nets
+// quadratic).
+void add_nets_in_order(const ExecutionStep& step, std::vector<std::string>& names,
+                       std::unordered_set<std::string>& seen) {
   auto add = [&](const std::string& n) {
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    if (seen.insert(n).second) names.push_back(n);
   };
-  for (const ExecutionStep& sub : step.substeps()) add_nets_in_order(sub, names);
+  for (const ExecutionStep& sub : step.substeps()) add_nets_in_order(sub, names, seen);
   const ExecutionStepDef def = step.proto();
   for (const std::string& n : def.network) add(n);
   if (def.report_net && !def.report_net->empty()) add(*def.report_net);
@@ -47,7 +51,8 @@ Plan& Plan::add_step(const ExecutionStep& step) {
   if (!step.has_nets() && !step.has_substeps()) return *this;
 
   std::vector<std::string> names;
-  add_nets_in_order(step, names);
+  std::unordered_set<std::string> seen;
+  add_nets_in_order(step, names, seen);
   std::vector<Net> fresh;
   for (const std::string& n : names) {
     Net net = step.get_net(n);

@@ -13,18 +13,17 @@ namespace moka {
 namespace {
 
 
-// `<node>/<name>`, unique among the group's tasks (decision 3: pending and added ones alike).
-std::string next_task_name(const std::string& node, const detail::TaskGroupState* group, const std::string& name) {
+// `<node>/<name>`, unique among the group's tasks (decision 3: pending and added ones alike):
+// the first of base, base:1, base:2, ... not taken. Names are never given back, so the search for
+// a base resumes where the previous one stopped.
+std::string next_task_name(const std::string& node, detail::TaskGroupState* group, const std::string& name) {
   const std::string base = node + "/" + name;
   if (!group) return base;
-  auto taken = [&](const std::string& candidate) {
-    for (const auto* list : {&group->tasks_to_add, &group->tasks})
-      for (const auto& t : *list)
-        if (t.name() == candidate) return true;
-    return false;
-  };
-  std::string candidate = base;
-  for (int i = 1; taken(candidate); ++i) candidate = fmt::format("{}:{}", base, i);
+  if (!group->task_names.contains(base)) return base;
+  int& i = group->next_suffix[base];
+  std::string candidate;
+  do candidate = fmt::format("{}:{}", base, ++i);
+  while (group->task_names.contains(candidate));
   return candidate;
 }
 
@@ -43,7 +42,10 @@ Task::Task(const TaskOptions& options) : state_(std::make_shared<detail::TaskSta
   state_->group = gs;
   state_->workspace_type = options.workspace_type;
   state_->num_instances = options.num_instances;
-  if (gs) gs->tasks_to_add.push_back(*this);
+  if (gs) {
+    gs->task_names.insert(state_->name);
+    gs->tasks_to_add.push_back(*this);
+  }
   add_outputs(options.outputs);
 }
 
@@ -67,7 +69,10 @@ void Task::run_body(const std::function<void()>& body) {
   auto gs = state_->group.lock();
   if (gs) {
     auto& pending = gs->tasks_to_add;
-    pending.erase(std::remove(pending.begin(), pending.end(), *this), pending.end());
+    if (!pending.empty() && pending.back() == *this)
+      pending.pop_back();  // the usual case: the constructor has just appended it
+    else
+      pending.erase(std::remove(pending.begin(), pending.end(), *this), pending.end());
   }
   NetBuilder builder(NetBuilderOptions{.fullname = state_->name});
   {
@@ -82,7 +87,11 @@ const std::string& Task::name() const { return state_->name; }
 const std::string& Task::node() const { return state_->node; }
 int32_t Task::num_instances() const { return state_->num_instances; }
 std::optional<WorkspaceType> Task::workspace_type() const { return state_->workspace_type; }
-void Task::set_workspace_type(WorkspaceType t) { state_->workspace_type = t; }
+void Task::set_workspace_type(WorkspaceType t) {
+  if (state_->used && state_->workspace_type && *state_->workspace_type != t)
+    throw InvalidInput("Cannot modify task since it is already been used.");
+  state_->workspace_type = t;
+}
 bool Task::has_step() const { return state_->step.has_value(); }
 bool Task::is_used() const { return state_->used; }
 const std::vector<TaskOutput>& Task::outputs() const { return state_->outputs; }
@@ -148,6 +157,30 @@ void Task::notify_used() {
   if (state_->used) return;
   get_step();
   state_->used = true;
+}
+
+ExecutionStep Task::group_step() {
+  if (!state_->group_step) {
+    // The type is final by now (TaskGroup::add set it, and a used task keeps it), so the flag set
+    // here holds for every group the task joins.
+    ExecutionStep s = get_step();
+    s.set_create_workspace(state_->workspace_type == WorkspaceType::Private);
+    state_->group_step = s;
+  }
+  return *state_->group_step;
+}
+
+TaskGroup Task::tasks_by_node() {
+  if (!state_->alone_by_node) {
+    // The wrapping group lives only here: it holds this task, so keeping it would keep the task
+    // alive through its own memo. The grouped form refers to the task's step and outputs only.
+    TaskGroup alone(WorkspaceType::Global);
+    alone.add(*this);
+    state_->alone_by_node = alone.tasks_by_node().state_;
+  }
+  TaskGroup grouped;
+  grouped.state_ = state_->alone_by_node;
+  return grouped;
 }
 
 std::string Task::repr() const {

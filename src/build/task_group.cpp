@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "build/task_state.h"
 #include "moka/core/error.h"
@@ -29,6 +30,7 @@ void TaskGroup::add(Task task) {
   if (!task_type) task.set_workspace_type(state_->workspace_type.value_or(WorkspaceType::Private));
   if (!state_->workspace_type) state_->workspace_type = task.workspace_type();
   task.notify_used();
+  state_->task_names.insert(task.name());
   state_->tasks.push_back(std::move(task));
 }
 
@@ -87,11 +89,12 @@ TaskGroup TaskGroup::tasks_by_node(const std::function<std::string(const std::st
   state_->report_net_intervals.clear();
 
   std::vector<std::pair<std::string, std::vector<Task>>> by_node;  // insertion order
+  std::unordered_map<std::string, std::size_t> node_index;          // node -> its entry in by_node
   for (const auto& t : all) {
     const std::string n = remap(t.node());
-    auto it = std::find_if(by_node.begin(), by_node.end(), [&](const auto& p) { return p.first == n; });
-    if (it == by_node.end()) it = by_node.insert(by_node.end(), {n, {}});
-    it->second.push_back(t);
+    auto [it, fresh] = node_index.try_emplace(n, by_node.size());
+    if (fresh) by_node.emplace_back(n, std::vector<Task>{});
+    by_node[it->second].second.push_back(t);
   }
   TaskGroup grouped;
   for (auto& [node, tasks] : by_node) {
@@ -105,9 +108,7 @@ TaskGroup TaskGroup::tasks_by_node(const std::function<std::string(const std::st
     std::vector<TaskOutput> outputs;
     WorkspaceType gtype = WorkspaceType::Private;
     for (auto& t : tasks) {
-      ExecutionStep s = t.get_step();
-      s.set_create_workspace(t.workspace_type() == WorkspaceType::Private);
-      steps.push_back(s);
+      steps.push_back(t.group_step());
       outputs.insert(outputs.end(), t.outputs().begin(), t.outputs().end());
       if (t.workspace_type() == WorkspaceType::Global) gtype = WorkspaceType::Global;
     }

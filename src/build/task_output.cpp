@@ -28,14 +28,17 @@ const std::vector<std::string>& TaskOutput::names() const { return state_->names
 bool TaskOutput::is_scalar() const { return state_->scalar; }
 bool TaskOutput::is_set() const { return state_->set; }
 
-void TaskOutput::set(std::vector<std::string> values, OutputFetchFn fetch) {
+void TaskOutput::set(std::vector<std::string> values, OutputFetchFn fetch, uint64_t source) {
   if (values.size() != state_->names.size())
     throw InvalidInput(fmt::format("TaskOutput {} expects {} values, got {}", repr_list(state_->names),
                                    state_->names.size(), values.size()));
   state_->values = std::move(values);
   state_->fetch = std::move(fetch);
   state_->set = true;
+  state_->source = source;
 }
+
+uint64_t TaskOutput::source() const { return state_->set ? state_->source : 0; }
 
 std::vector<std::string> TaskOutput::get() const {
   if (!state_->set) throw InvalidInput("Output value not set yet.");
@@ -67,16 +70,23 @@ std::vector<std::string> TaskOutputList::names() const {
   return out;
 }
 
-void TaskOutputList::set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch) {
+void TaskOutputList::set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch,
+                                uint64_t source) {
   if (values.size() != names().size()) throw InvalidInput("Wrong number of output values.");
   std::size_t k = 0;
   for (auto& o : outputs_) {
     const std::size_t n = o.names().size();
     o.set(std::vector<std::string>(values.begin() + static_cast<std::ptrdiff_t>(k),
                                    values.begin() + static_cast<std::ptrdiff_t>(k + n)),
-          fetch);
+          fetch, source);
     k += n;
   }
+}
+
+bool TaskOutputList::set_by(uint64_t source) const {
+  for (const auto& o : outputs_)
+    if (o.source() != source) return false;
+  return true;
 }
 
 }  // namespace moka

@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -22,12 +24,21 @@ struct TaskState {
   std::weak_ptr<TaskGroupState> group;
   bool used = false;
   std::optional<ExecutionStep> step_with_setup;
+  // Memos that make compiling repeatable (a second session, another group): compiling marks the
+  // step used and the setup blocks collected, so what it produced is kept rather than redone.
+  std::optional<ExecutionStep> group_step;        // step_with_setup, create_workspace set by type
+  std::shared_ptr<TaskGroupState> alone_by_node;  // Task::tasks_by_node(): alone in a GLOBAL group
 };
 
 struct TaskGroupState {
   std::optional<WorkspaceType> workspace_type;
   std::vector<Task> tasks_to_add;
   std::vector<Task> tasks;
+  // Names of the tasks in tasks_to_add and tasks (names are never given back), and per base name
+  // the next `:<i>` suffix to try: naming a task looks up a set instead of scanning every task of
+  // the group per candidate name (which made a group of n tasks named alike cost O(n^3)).
+  std::unordered_set<std::string> task_names;
+  std::unordered_map<std::string, int> next_suffix;
   bool already_used = false;
   std::vector<std::pair<std::string, ExecutionStep>> report_steps;  // (node, step)
   std::vector<std::pair<std::string, Net>> report_nets;             // (node, net)

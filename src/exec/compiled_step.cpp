@@ -33,13 +33,7 @@ SimpleNet* PlanContext::net(Workspace& ws, const std::string& name, const std::s
   NetBase* existing = first_use ? nullptr : ws.get_net(name);
   if (existing == nullptr) {
     SimpleNet* made = create_net(ws, *it->second, /*overwrite=*/true);
-    if (&ws == plan_ws) {
-      auto same = std::find_if(plan_ws_nets.begin(), plan_ws_nets.end(), [&](const auto& e) { return e.first == name; });
-      if (same != plan_ws_nets.end())
-        same->second = made->serial();
-      else
-        plan_ws_nets.emplace_back(name, made->serial());
-    }
+    if (&ws == plan_ws) plan_ws_nets.insert_or_assign(name, made->serial());
     return made;
   }
   auto* net = dynamic_cast<SimpleNet*>(existing);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "moka/core/error.h"
 #include "moka/session/run_task_group.h"
 
@@ -10,8 +12,10 @@ namespace moka {
 
 namespace {
 
-TaskGroupDef compile_group(TaskGroup& group, std::vector<std::pair<std::string, TaskOutputList>>& outputs) {
-  TaskGroup grouped = group.tasks_by_node();
+// The definitions of a grouped TaskGroup (one task per node). Grouping is memoized on the
+// runnable, and making a Plan of a compiled step changes nothing that a second Plan depends on, so
+// every session compiles the same definitions.
+TaskGroupDef compile_group(TaskGroup grouped, std::vector<std::pair<std::string, TaskOutputList>>& outputs) {
   TaskGroupDef def;
   for (Task task : grouped.tasks()) {
     NodePlanDef node;
@@ -36,7 +40,7 @@ void LocalSession::check_open() const {
   if (closed_) throw InvalidInput("Session is closed.");
 }
 
-LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::function<TaskGroup()>& make_group) {
+LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::function<TaskGroup()>& make_grouped) {
   // Runnables nobody holds any more cannot be run again: drop them (a job makes a new checkpoint
   // TaskGroup every epoch; kept, they grew the session and its workspaces without bound).
   // Comparing owners (control blocks), not addresses: an expired entry keeps its control block,
@@ -48,35 +52,36 @@ LocalSession::Compiled& LocalSession::compiled_for(const Key& key, const std::fu
   });
   for (auto& [k, c] : cache_)
     if (!k.owner_before(key) && !key.owner_before(k)) return *c;
+  static std::atomic<uint64_t> next_serial{1};
   auto c = std::make_unique<Compiled>();
-  TaskGroup group = make_group();
-  c->def = compile_group(group, c->outputs);
+  c->def = compile_group(make_grouped(), c->outputs);
+  c->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   cache_.emplace_back(key, std::move(c));
   return *cache_.back().second;
 }
 
 const TaskGroupDef& LocalSession::compile(TaskGroup& group) {
-  return compiled_for(group.identity(), [&] { return group; }).def;
+  return compiled_for(group.identity(), [&] { return group.tasks_by_node(); }).def;
 }
 
 void LocalSession::run(TaskGroup& group) {
   check_open();
-  run_compiled(compiled_for(group.identity(), [&] { return group; }));
+  run_compiled(compiled_for(group.identity(), [&] { return group.tasks_by_node(); }));
 }
 
 void LocalSession::run(const Task& task) {
   check_open();
-  run_compiled(compiled_for(task.identity(), [&] {
-    TaskGroup g(WorkspaceType::Global);
-    g.add(task);
-    return g;
-  }));
+  // Caffe2 wrapped the task in a new GLOBAL TaskGroup per compilation; the task memoizes that
+  // grouped form, so a second session compiles what the first did (its setup blocks included).
+  run_compiled(compiled_for(task.identity(), [&] { return Task(task).tasks_by_node(); }));
 }
 
+// Steps, plans and nets run as a new Task per session: see "Runnables in several sessions" in
+// docs/sessions.md for what that means for setup blocks in their nets.
 void LocalSession::run(const ExecutionStep& step) {
   check_open();
   run_compiled(compiled_for(step.identity(), [&] {
-    return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); });
+    return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); }).tasks_by_node();
   }));
 }
 
@@ -86,19 +91,20 @@ void LocalSession::run(const Plan& plan) {
     const std::vector<ExecutionStep> steps = plan.steps();
     if (steps.empty()) throw InvalidInput("LocalSession: the plan has no steps");
     return TaskGroup(WorkspaceType::Global, [&] {
-      if (steps.size() == 1) {
-        Task({}, steps.front());
-      } else {
-        Task({}, steps);
-      }
-    });
+             if (steps.size() == 1) {
+               Task({}, steps.front());
+             } else {
+               Task({}, steps);
+             }
+           })
+        .tasks_by_node();
   }));
 }
 
 void LocalSession::run(const Net& net) {
   check_open();
   run_compiled(compiled_for(net.identity(), [&] {
-    return TaskGroup(WorkspaceType::Global, [&] { Task({}, execution_step("runnable", net)); });
+    return TaskGroup(WorkspaceType::Global, [&] { Task({}, execution_step("runnable", net)); }).tasks_by_node();
   }));
 }
 
@@ -121,13 +127,14 @@ Tensor LocalSession::fetch(const std::string& node, const std::string& blob) con
 }
 
 void LocalSession::run_compiled(Compiled& c) {
-  if (!c.outputs_set) {
-    for (auto& [node, outs] : c.outputs) {
-      outs.set_values(outs.names(), [nodes = workspaces_, node = node](const std::string& blob) {
-        return fetch_from(*nodes, node, blob);
-      });
-    }
-    c.outputs_set = true;
+  // Outputs read this session's node workspaces: set them on the first run, and again when another
+  // session (or another runnable sharing a TaskOutput) has set them since — they follow the latest run.
+  for (auto& [node, outs] : c.outputs) {
+    if (outs.set_by(c.serial)) continue;
+    outs.set_values(
+        outs.names(),
+        [nodes = workspaces_, node = node](const std::string& blob) { return fetch_from(*nodes, node, blob); },
+        c.serial);
   }
   if (!options_.reuse_nets) {
     run_task_group(c.def, *workspaces_, options_.run);

@@ -43,7 +43,9 @@ struct TaskOptions {
 ///   moka::Task t3;                                    // no step: only outputs (pre-created blobs)
 /// @endcode
 /// get_step() compiles the task once (§7.4): report steps, task and instance setup collected from
-/// net attributes, a default output when there is none, instances in `<name>:parallel`.
+/// net attributes, a default output when there is none, instances in `<name>:parallel`. Compiling
+/// marks what it used, so its results are kept: a task compiles the same way in every group and
+/// session (its setup blocks belong to the first group — or run alone — that compiled it).
 /// Thread-safety: built and compiled by one thread.
 class Task {
  public:
@@ -66,6 +68,8 @@ class Task {
   int32_t num_instances() const;
   /// The explicit or inherited type, or nullopt when neither the task nor its group set one.
   std::optional<WorkspaceType> workspace_type() const;
+  /// InvalidInput ('Cannot modify task since it is already been used.') when a used task has
+  /// another type: its compiled step runs as that type in every group and session.
   void set_workspace_type(WorkspaceType t);
   bool has_step() const;
 
@@ -81,6 +85,14 @@ class Task {
   /// Compiles and freezes the task (called when it joins a used TaskGroup).
   void notify_used();
 
+  /// @brief This task alone in a GLOBAL TaskGroup, grouped by node (TaskGroup::tasks_by_node):
+  /// what a session runs for `session.run(task)` (Caffe2's Session.compile wraps the task so).
+  ///
+  /// Memoized, as TaskGroup::tasks_by_node is: grouping collects the setup blocks of the task's
+  /// nets and marks them used, so a second grouping would lose them; every session that runs the
+  /// task compiles this same grouped form. InvalidInput when the task is PRIVATE.
+  TaskGroup tasks_by_node();
+
   /// "Task(name=local/task, node=local, outputs=[])"
   std::string repr() const;
   bool operator==(const Task& o) const { return state_ == o.state_; }
@@ -90,6 +102,10 @@ class Task {
 
  private:
   friend class TaskGroup;
+  /// get_step() with create_workspace set for the workspace type: the step TaskGroup::tasks_by_node
+  /// runs (memoized; Caffe2 set the flag in every tasks_by_node, which fails once a plan has used
+  /// the step).
+  ExecutionStep group_step();
   void set_step(const StepsOrNets& step);
   void run_body(const std::function<void()>& body);
   std::shared_ptr<detail::TaskState> state_;

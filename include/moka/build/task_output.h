@@ -36,9 +36,14 @@ class TaskOutput {
 
   const std::vector<std::string>& names() const;
   bool is_scalar() const;
-  /// Called by sessions: the blob names holding the values, and how to read them.
-  void set(std::vector<std::string> values, OutputFetchFn fetch);
+  /// Called by sessions: the blob names holding the values, how to read them, and which run set
+  /// them (`source`: a number the setter chose, never reused; 0 for none).
+  void set(std::vector<std::string> values, OutputFetchFn fetch, uint64_t source = 0);
   bool is_set() const;
+  /// The `source` given with the values last set (0 when unset). A session compares it with its
+  /// own so that, after another session ran the same task, its next run points the output back
+  /// at its own workspaces.
+  uint64_t source() const;
   /// The blob names holding the values ("Output value not set yet." before a run).
   std::vector<std::string> get() const;
   /// The value of a scalar output ("Cannot fetch value for this output." before a run).
@@ -61,6 +66,7 @@ class TaskOutput {
     bool set = false;
     std::vector<std::string> values;
     OutputFetchFn fetch;
+    uint64_t source = 0;
   };
   std::shared_ptr<State> state_;
 };
@@ -74,7 +80,9 @@ class TaskOutputList {
   /// All names, concatenated.
   std::vector<std::string> names() const;
   /// Slices values over the outputs ("Wrong number of output values." when the total differs).
-  void set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch);
+  void set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch, uint64_t source = 0);
+  /// Every output was last set with this source (TaskOutput::source()).
+  bool set_by(uint64_t source) const;
 
  private:
   std::vector<TaskOutput> outputs_;

@@ -34,8 +34,11 @@ struct LocalSessionOptions {
 /// as the session — blobs of GLOBAL tasks persist between runs, PRIVATE tasks run in child
 /// workspaces. A Task, ExecutionStep, Plan or Net is run as a GLOBAL TaskGroup holding it.
 /// Runs after the first reuse its instantiated nets while the node workspaces keep the same
-/// blobs and nets (PreparedTaskGroup; options.reuse_nets). TaskOutputs are set when the first run starts and fetched from the node that produced them; they
-/// keep the node workspaces alive, so they may be fetched after the session is gone.
+/// blobs and nets (PreparedTaskGroup; options.reuse_nets). TaskOutputs are set when a run starts
+/// (the first one, and any after another session set them) and fetched from the node that
+/// produced them; they keep the node workspaces alive, so they may be fetched after the session is
+/// gone. The same Task or TaskGroup may run in any number of sessions: each compiles it from the
+/// runnable's memoized grouped form (Task::tasks_by_node, TaskGroup::tasks_by_node).
 /// @code
 ///   moka::LocalSession session;
 ///   session.run(task);
@@ -73,13 +76,14 @@ class LocalSession final : public Session {
   struct Compiled {
     TaskGroupDef def;
     std::vector<std::pair<std::string, TaskOutputList>> outputs;  // per node
-    bool outputs_set = false;
+    uint64_t serial = 0;  // process-wide unique: the source this entry sets its outputs with
     std::unique_ptr<PreparedTaskGroup> prepared;  // made by the first run
   };
   // Keyed by the runnable's identity (TaskGroup::identity() etc.): an entry whose runnable is gone
   // can never be asked for again, so the next lookup drops it, and the nets its plans registered.
   using Key = std::weak_ptr<const void>;
-  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_group);
+  /// make_grouped: the runnable's tasks grouped by node (TaskGroup::tasks_by_node()).
+  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_grouped);
   void run_compiled(Compiled& c);
   void check_open() const;
 

@@ -64,11 +64,10 @@ void run_with(const Builder& builder) {
   with_context(cluster, [&] {
     BlobRef total;
     Job job([&](Job&) { total = build_pipeline(0); });
-    // A Task is compiled by the first session that runs it and cannot join another session's
-    // plan (decision 2), so each fetch builds its own fetcher (Caffe2 reused one: quirk 2).
+    // One fetcher for every session, as in Caffe2 (each session compiles it: decision 2).
+    Task output_fetcher;
+    Node("trainer_0", [&] { output_fetcher = Task({.outputs = {TaskOutput(total)}}, Net("empty")); });
     auto fetch_total = [&](LocalSession& session) {
-      Task output_fetcher;
-      Node("trainer_0", [&] { output_fetcher = Task({.outputs = {TaskOutput(total)}}, Net("empty")); });
       session.run(output_fetcher);
       return total_of(output_fetcher.outputs()[0]);
     };
@@ -356,21 +355,18 @@ TEST(SeedJob, build_job_checkpointed_and_resumed) {
         j.add_stop_signal(epoch_reader->data_finished());
       });
     });
-    // total_fetcher: one per session (a Task joins one session's plan; see run_with).
-    auto total_fetcher = [total] {
-      Task t;
-      Node("reader", [&] { t = Task({.outputs = {TaskOutput(total)}}, Net("empty")); });
-      return t;
-    };
+    // total_fetcher: one Task, run by both sessions (each compiles it; its output follows the
+    // latest run).
+    Task total_fetcher;
+    Node("reader", [&] { total_fetcher = Task({.outputs = {TaskOutput(total)}}, Net("empty")); });
     return std::make_pair(job, total_fetcher);
   };
-  auto [job, make_fetcher] = build_job();
+  auto [job, total_fetcher] = build_job();
+  Task fetcher = total_fetcher;  // a plain variable: the lambda below captures it
   LocalSession uninterrupted, resumed;
-  Task fetcher_1 = make_fetcher(), fetcher_2 = make_fetcher();
   auto fetch = [&](LocalSession& s) {
-    Task& f = &s == &uninterrupted ? fetcher_1 : fetcher_2;
-    s.run(f);
-    return total_of(f.outputs()[0]);
+    s.run(fetcher);
+    return total_of(fetcher.outputs()[0]);
   };
 
   TempDir dir;
