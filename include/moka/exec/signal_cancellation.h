@@ -22,7 +22,9 @@ namespace moka {
 /// a run"). From another thread, call token->cancel() directly instead.
 /// @code
 ///   auto token = std::make_shared<moka::CancelToken>();
-///   moka::LocalSession session({.run = {.cancel = token}});
+///   moka::LocalSessionOptions options;
+///   options.run.cancel = token;
+///   moka::LocalSession session(options);
 ///   moka::SignalCancellation on_ctrl_c(token);   // Ctrl-C now cancels session.run
 ///   session.run(group);
 ///   if (on_ctrl_c.interrupted()) return 130;
