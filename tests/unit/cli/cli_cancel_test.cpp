@@ -33,9 +33,11 @@ const std::string kWhileNet = R"({"name": "loop", "op": [)" + kTrue +
     {"name": "loop_net", "n": {"name": "body", "op": []}},
     {"name": "cond_net", "n": {"name": "cond", "op": [)" + kTrue + R"(]}}]}]})";
 
-// DequeueBlobs (timeout 0: forever) on a queue nobody fills.
+// DequeueBlobs (timeout 0: forever) on a queue nobody fills; take2 is a second such net, for a
+// concurrent sibling (one net instance runs on one thread at a time).
 const std::string kQueueNets = R"({"name": "make_queue", "op": [{"type": "CreateBlobsQueue", "output": ["q"]}]},
-  {"name": "take", "op": [{"type": "DequeueBlobs", "input": ["q"], "output": ["y"]}]})";
+  {"name": "take", "op": [{"type": "DequeueBlobs", "input": ["q"], "output": ["y"]}]},
+  {"name": "take2", "op": [{"type": "DequeueBlobs", "input": ["q"], "output": ["y2"]}]})";
 
 struct Case {
   std::string name;
@@ -48,15 +50,16 @@ std::vector<Case> cases() {
   const std::string queue_steps = R"({"name": "make", "network": ["make_queue"]}, {"name": "take", "network": ["take"]})";
   const std::string spin_net = R"({"name": "spin", "op": [{"type": "ConstantFill", "output": ["z"]}]})";
   // Two billion instances of a step that spins for ever: on threads and, where allowed, fibers.
+  // Each instance in a workspace of its own, so that instances do not share the net's operators.
   const std::string instances =
       R"({"name": "many", "num_concurrent_instances": 2000000000, "substep": [
-           {"name": "spin", "network": ["spin"], "num_iter": 9223372036854775807}]})";
+           {"name": "spin", "create_workspace": true, "network": ["spin"], "num_iter": 9223372036854775807}]})";
   const std::string concurrent_while =
       R"({"name": "both", "concurrent_substeps": true, "substep": [{"name": "w", "network": ["loop"]}, )"
       R"({"name": "spin", "network": ["spin"], "num_iter": 9223372036854775807}]})";
   const std::string concurrent_queue = R"({"name": "make", "network": ["make_queue"]},
       {"name": "both", "concurrent_substeps": true, "substep": [{"name": "t1", "network": ["take"]},
-                                                              {"name": "t2", "network": ["take"]}]})";
+                                                              {"name": "t2", "network": ["take2"]}]})";
   std::vector<Case> out = {
       {"While", plan_with(kWhileNet, while_step), {}},
       {"WhileOnFibers", plan_with(kWhileNet, while_step), {"--fibers"}},
@@ -76,6 +79,9 @@ std::vector<Case> cases() {
   out.push_back({"TaskGroupOnFibers", group, {"--fibers"}});
   return out;
 }
+
+// Failure messages name the case, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class CliCancel : public Cli, public ::testing::WithParamInterface<std::tuple<Case, int>> {};
 

@@ -16,10 +16,12 @@ namespace {
 // Steps l1..l<depth>, each running its inner step and a side step as concurrent substeps in two
 // instances; the innermost step "leaf" divides by an integer zero.
 std::string nested_step(int depth) {
-  if (depth == 0) return R"({"name": "leaf", "network": ["bad"]})";
+  // Each instance of the leaf and side steps in a workspace of its own: instances sharing one
+  // would write the same blobs at once (a data race of the plan, which TSan reports).
+  if (depth == 0) return R"({"name": "leaf", "create_workspace": true, "network": ["bad"]})";
   const std::string d = std::to_string(depth);
   return R"({"name": "l)" + d + R"(", "concurrent_substeps": true, "num_concurrent_instances": 2, "substep": [)" +
-         nested_step(depth - 1) + R"(, {"name": "side)" + d + R"(", "network": ["ok"], "num_iter": 3}]})";
+         nested_step(depth - 1) + R"(, {"name": "side)" + d + R"(", "create_workspace": true, "network": ["ok"], "num_iter": 3}]})";
 }
 
 PlanDef nested_plan(int depth) {
