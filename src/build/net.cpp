@@ -11,6 +11,7 @@
 #include "moka/build/context.h"
 #include "moka/build/name_scope.h"
 #include "moka/core/error.h"
+#include "moka/exec/control_ops.h"
 #include "moka/exec/net.h"
 #include "moka/ops/operator.h"
 #include "moka/ops/registry.h"
@@ -199,6 +200,9 @@ BlobRefs Net::op(const std::string& type, std::vector<BlobRef> inputs, Outputs o
   for (auto& a : args) def.arg.push_back(std::move(a).get());
 
   try {
+    // If, While, Do and CreateScope live in exec (the registry cannot reach them): registered
+    // here too, so that `op("If", ...)` works before any net has run.
+    register_control_operators();
     OperatorRegistry::global().validate(def);
   } catch (Error& e) {
     e.add_context(OperatorBase::describe(def, static_cast<int>(s.def.op.size())));

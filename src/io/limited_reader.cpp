@@ -5,12 +5,12 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <thread>
 
 #include "moka/build/control_ops_util.h"
 #include "moka/build/ops.h"
 #include "moka/core/blocking.h"
 #include "moka/core/error.h"
+#include "moka/ops/callable.h"
 
 namespace moka {
 
@@ -176,7 +176,8 @@ ReadNets ReaderWithDelay::read_ex(Net /*local_init_net*/, Net /*local_finish_net
               {{"token", register_callable([delay] {
                   return CallableFn([delay](std::span<Blob* const>, std::span<Blob* const>) {
                     BlockingScope blocking;  // a sleeping reader must not hold a pool slot
-                    std::this_thread::sleep_for(delay);
+                    // Cancellable: a delay of hours must not outlive a cancelled run.
+                    if (!callable_sleep_for(delay)) throw Cancelled("ReaderWithDelay: cancelled during its delay");
                   });
                 })}});
   ReadOutput out = reader_->read(read_net);

@@ -10,16 +10,15 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "moka/core/error.h"
+#include "moka/defs/definition_file.h"
 #include "moka/io/db.h"
 
 // Header-only xxHash, as in blob_serializer.cpp: nothing to link.
@@ -70,13 +69,22 @@ std::optional<int64_t> epoch_of_manifest_name(std::string_view name) {
   return epoch;
 }
 
+// A manifest lists a few hundred bytes per node: 64 MiB is a million nodes. A bigger file (or a
+// FIFO, /dev/zero planted in its place) is damage, refused before it is read into memory.
+constexpr std::size_t kMaxManifestBytes = kMaxDefinitionFileBytes;
+
 std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NotFound(fmt::format("cannot open checkpoint manifest '{}': {}", path, std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw RuntimeError(fmt::format("cannot read checkpoint manifest '{}'", path));
-  return std::move(s).str();
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) throw NotFound(fmt::format("cannot open checkpoint manifest '{}': {}", path, ec.message()));
+  // Opening a FIFO would wait for a writer for ever.
+  if (!fs::is_regular_file(st))
+    throw CorruptData(fmt::format("checkpoint manifest '{}' is not a regular file", path));
+  try {
+    return read_definition_file(path, "checkpoint manifest", kMaxManifestBytes);
+  } catch (const InvalidInput& e) {
+    throw CorruptData(e.what());
+  }
 }
 
 void write_all(int fd, std::string_view bytes, const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
+#include "moka/exec/job_check.h"
 #include "moka/session/local_session.h"
 #include "moka/session/session.h"
 #include "job/background_save.h"
@@ -105,6 +106,7 @@ int64_t JobRunner::train_epochs(Session& session) {
         "(add one with Job::add_stop_condition or epoch_limiter)");
   const std::vector<std::string> nodes = job_.nodes_to_checkpoint();
   check_nodes_to_checkpoint(nodes);
+  check_groups(session);
   std::optional<int64_t> resume_from_epoch = options_.resume_from_epoch;
   if (cm) {
     cm->set_params(nodes);
@@ -186,6 +188,23 @@ void JobRunner::check_nodes_to_checkpoint(const std::vector<std::string>& nodes)
       throw InvalidInput(fmt::format("JobRunner: nodes_to_checkpoint names node \"{}\", which has no task in any "
                                      "group of the job (nodes with tasks: {}); it would checkpoint an empty workspace",
                                      node, used.empty() ? std::string("none") : fmt::format("{}", fmt::join(used, ", "))));
+  }
+}
+
+void JobRunner::check_groups(Session& session) {
+  auto* local = dynamic_cast<LocalSession*>(&session);
+  if (!local) return;
+  const std::pair<TaskGroup*, const char*> groups[] = {{&job_.init_group(), "init_group"},
+                                                       {&job_.epoch_group(), "epoch_group"},
+                                                       {&job_.download_group(), "download_group"},
+                                                       {&job_.exit_group(), "exit_group"}};
+  for (const auto& [group, name] : groups) {
+    try {
+      check_task_group(local->compile(*group));
+    } catch (Error& e) {
+      e.add_context(fmt::format("JobRunner: {}", name));
+      throw;
+    }
   }
 }
 

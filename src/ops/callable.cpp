@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "moka/core/error.h"
 #include "moka/ops/registry.h"
@@ -15,6 +18,14 @@ namespace moka {
 
 namespace {
 
+// What callable_sleep_for waits on: the cancel() of the operator running on this thread.
+struct CancelWait {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool cancelled = false;
+};
+thread_local CancelWait* running_wait = nullptr;
+
 class CallableOp final : public OperatorBase {
  public:
   CallableOp(const OperatorDef& def, Workspace* ws, const CallableBuilder& builder)
@@ -22,12 +33,30 @@ class CallableOp final : public OperatorBase {
     if (!fn_) throw InvalidInput(fmt::format("operator {}: its builder returned an empty function", def.type));
   }
   bool run() override {
+    // Made current for this run (nested callables restore the outer one); a cancel() that
+    // arrived before the run still counts, and is forgotten once the run is over.
+    struct Current {
+      CancelWait& wait;
+      CancelWait* outer;
+      explicit Current(CancelWait& w) : wait(w), outer(running_wait) { running_wait = &w; }
+      ~Current() {
+        running_wait = outer;
+        std::lock_guard lk(wait.mu);
+        wait.cancelled = false;
+      }
+    } current(wait_);
     fn_(input_blobs(), output_blobs());
     return true;
+  }
+  void cancel() override {
+    std::lock_guard lk(wait_.mu);
+    wait_.cancelled = true;
+    wait_.cv.notify_all();
   }
 
  private:
   CallableFn fn_;
+  CancelWait wait_;
 };
 
 struct TokenTable {
@@ -83,5 +112,22 @@ void register_callable_ops(OperatorRegistry& reg) {
           });
 }
 }  // namespace detail
+
+bool callable_sleep_for(std::chrono::nanoseconds duration) {
+  CancelWait* w = running_wait;
+  if (w == nullptr) {
+    std::this_thread::sleep_for(duration);
+    return true;
+  }
+  // In slices of a day: steady_clock::now() + a delay of centuries would overflow.
+  constexpr std::chrono::nanoseconds kSlice = std::chrono::hours(24);
+  std::unique_lock lk(w->mu);
+  while (duration > std::chrono::nanoseconds::zero()) {
+    const auto slice = std::min(duration, kSlice);
+    if (w->cv.wait_for(lk, slice, [w] { return w->cancelled; })) return false;
+    duration -= slice;
+  }
+  return !w->cancelled;
+}
 
 }  // namespace moka

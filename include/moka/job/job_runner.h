@@ -123,6 +123,10 @@ class JobRunner {
   bool load_checkpoint(int64_t epoch, Session& session);
   // InvalidInput for a node that cannot name a file or has no task in any group of the job.
   void check_nodes_to_checkpoint(const std::vector<std::string>& nodes);
+  // In a LocalSession: compiles each group of the job (the session keeps what it compiled) and
+  // checks it (check_task_group), so that an unknown operator in a later group fails before the
+  // init group runs.
+  void check_groups(Session& session);
   // The directory of the node DBs (and manifests) of the manager.
   std::string checkpoint_dir() const;
   // Creates the directories the checkpoint DBs go to (Caffe2's minidb needed them to exist).

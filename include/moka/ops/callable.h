@@ -1,6 +1,7 @@
 // Callable operators: a user's C++ callable on the operator's input and output blobs (Caffe2's ops.Python).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -26,5 +27,15 @@ void register_callable_operator(OpSchema schema, CallableBuilder builder);
 /// argument `token` = the returned value runs it. Tokens are valid only in this process, so such
 /// plans cannot be serialised. Thread-safe.
 int64_t register_callable(CallableBuilder builder);
+
+/// @brief Inside a CallableFn: waits `duration`, or less when the running operator is cancelled
+/// (its net or step was cancelled: an error elsewhere, a session's CancelToken, Ctrl-C).
+///
+/// Returns true after the full wait, false when it ended early by cancellation; the caller then
+/// stops (throws Cancelled, typically). A callable that waits must use this rather than
+/// `std::this_thread::sleep_for`, which no cancellation can end. Called outside a callable
+/// operator's run it simply sleeps. A cancel is forgotten once that run is over, so a later run
+/// of the same net waits again. Thread-safety: called on the operator's own thread.
+bool callable_sleep_for(std::chrono::nanoseconds duration);
 
 }  // namespace moka

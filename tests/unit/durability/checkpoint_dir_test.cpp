@@ -4,6 +4,7 @@
 // checkpoints silently, and damaged LMDB files are named errors (not SIGBUS) with a fall-back.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -149,6 +150,26 @@ TEST(CheckpointDir, AnEditedManifestIsNotTrustedAndResumeFallsBack) {
   // Resuming epoch 2 exactly is refused; latest still resumes 3.
   EXPECT_THROW(run_to_end(small_job(3), dir.path(), {.resume_from_epoch = 2}), CorruptData);
   EXPECT_EQ(run_to_end(small_job(3), dir.path(), {.resume_latest = true}).resumed_from, 3);
+}
+
+// Same class as item 6: a manifest too big to be one, or a FIFO in its place, is damage (read
+// within a limit, never waited on) and resume falls back.
+TEST(CheckpointDir, AnOversizedManifestOrAFifoInItsPlaceIsRefusedAndResumeFallsBack) {
+  TempDir dir;
+  run_to_end(small_job(3), dir.path());
+  const fs::path newest = manifest_path(dir.path(), 3);
+  fs::resize_file(newest, (std::uintmax_t{64} << 20) + 1);  // sparse: nothing is written
+  std::string why = message_of<CorruptData>([&] { verify_checkpoint(dir.path(), 3); });
+  EXPECT_NE(why.find("larger than the limit"), std::string::npos) << why;
+  EXPECT_EQ(run_to_end(small_job(3), dir.path(), {.resume_latest = true}).resumed_from, 2);
+
+  // That run committed epoch 3 again, over the oversized file.
+  ASSERT_NO_THROW(verify_checkpoint(dir.path(), 3));
+  fs::remove(newest);
+  ASSERT_EQ(::mkfifo(newest.c_str(), 0600), 0);
+  why = message_of<CorruptData>([&] { verify_checkpoint(dir.path(), 3); });
+  EXPECT_NE(why.find("not a regular file"), std::string::npos) << why;
+  EXPECT_EQ(run_to_end(small_job(3), dir.path(), {.resume_latest = true}).resumed_from, 2);
 }
 
 // Item 7: the backend is recorded in the checkpoint and nothing is deleted on a mismatch.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 
 #include "moka/moka.h"
 
@@ -124,6 +126,39 @@ TEST(UserOperators, CallableExceptionsCarryTheOperator) {
   } catch (const RuntimeError& e) {
     EXPECT_EQ(std::string(e.what()), "net \"user_net\" > operator #0 (Callable \"mine\"): bad user input");
   }
+}
+
+// callable_sleep_for: a waiting callable ends when its net is cancelled, and the cancel is forgotten
+// once that run is over (the next run waits in full).
+TEST(UserOperators, CallableSleepEndsOnCancelAndTheNextRunWaitsAgain) {
+  Workspace ws;
+  std::atomic<int64_t> wait_ms{3600 * 1000};
+  std::atomic<int> full_waits{0}, cut_short{0};
+  const int64_t token = register_callable([&] {
+    return [&](std::span<Blob* const>, std::span<Blob* const>) {
+      if (callable_sleep_for(std::chrono::milliseconds(wait_ms.load())))
+        ++full_waits;
+      else
+        ++cut_short;
+    };
+  });
+  NetDef n;
+  n.name = "sleeper";
+  n.op.push_back(make_op("Callable", {}, {}, {make_arg("token", token)}));
+  SimpleNet* net = create_net(ws, n);
+  auto run = std::async(std::launch::async, [&] { net->run(); });
+  EXPECT_EQ(run.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  const auto t0 = std::chrono::steady_clock::now();
+  net->cancel();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready) << "the cancel did not end the wait";
+  run.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(cut_short.load(), 1);
+  wait_ms = 20;
+  net->run();
+  EXPECT_EQ(full_waits.load(), 1);
+  // Outside a callable operator it just sleeps.
+  EXPECT_TRUE(callable_sleep_for(std::chrono::milliseconds(1)));
 }
 
 }  // namespace

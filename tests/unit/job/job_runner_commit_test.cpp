@@ -142,5 +142,50 @@ TEST(JobRunnerCommit, RetentionKeepsTheNewest) {
   EXPECT_TRUE(fs::exists(dir.str() + "/n.5"));
 }
 
+// Errors a JobRunner can find before anything runs are reported first: a node to checkpoint that
+// has no task (it would checkpoint an empty workspace), an unknown operator in a later group.
+TEST(JobRunnerCommit, AMisspeltNodeOrABadLaterGroupFailsBeforeTheInitGroupRuns) {
+  CommitDir dir;
+  const auto expect_refused_before_init = [&](Job job, const std::string& needle) {
+    LocalSession session;
+    auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+    try {
+      JobRunner(job, cm).train(session);
+      ADD_FAILURE() << "the job ran";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(session.workspace("n").has_blob("total")) << "the init group ran";
+    EXPECT_TRUE(committed_epochs(dir.str()).empty());
+  };
+  Job bad_exit = summing_job(2);
+  TaskOptions on_n;
+  on_n.node = "n";
+  on_n.group = &bad_exit.exit_group();
+  // Built ops are checked as they are added; a net in an argument (If's then_net) only by check_plan.
+  // Built first, in a process where nothing has run a net yet: the builder knows If by itself.
+  Task(on_n, [] {
+    Argument then_net;
+    then_net.name = "then_net";
+    NetDef inner;
+    inner.name = "inner";
+    inner.op.push_back(make_op("NoSuchOperator", {}, {}));
+    then_net.n = std::make_shared<const NetDef>(inner);
+    ops::op("If", {ops::Const(true)}, 0, {Arg(then_net)});
+  });
+  JobOptions misspelt;
+  misspelt.nodes_to_checkpoint = std::vector<std::string>{"n", "m"};
+  Job with_misspelt_node(misspelt);
+  with_misspelt_node.build([](Job& j) {
+    Node("n", [&] {
+      j.init_group([] { Task([] { ops::Const(int64_t{0}, {.blob_out = "total"}); }); });
+      Task([] { ops::Add({"total", ops::Const(int64_t{1})}, {"total"}); });
+      epoch_limiter(j, 2);
+    });
+  });
+  expect_refused_before_init(with_misspelt_node, "node \"m\", which has no task");
+  expect_refused_before_init(bad_exit, "exit_group");
+}
+
 }  // namespace
 }  // namespace moka

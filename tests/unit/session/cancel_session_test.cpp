@@ -30,14 +30,28 @@ TaskGroup endless_group() {
   });
 }
 
+// A reader of endless records (a constant, never a stop), with read(), which ReaderWithDelay wraps.
+struct EndlessReader final : Reader {
+  ReadOutput read(Net& net) override { return {net.Const(false), {net.Const(int64_t{1})}}; }
+};
+
+// A pipe whose reader waits an hour before each record (ReaderWithDelay).
+TaskGroup delayed_reader_group() {
+  return TaskGroup([&] {
+    pipe(std::make_shared<ReaderWithDelay>(std::make_shared<EndlessReader>(), 3600.0),
+         {.processor = Processor([](const schema::Field&) {}, "drop")});
+  });
+}
+
 // Runs the group in a session whose runs hold `token`; returns how long session.run took after
 // `trigger` was called (on this thread) once the run had started.
 template <class Trigger>
-std::chrono::milliseconds cancelled_run_time(const std::shared_ptr<CancelToken>& token, Trigger trigger) {
+std::chrono::milliseconds cancelled_run_time(const std::shared_ptr<CancelToken>& token, Trigger trigger,
+                                             TaskGroup (*make_group)() = endless_group) {
   LocalSessionOptions options;
   options.run.cancel = token;
   LocalSession session(options);
-  TaskGroup group = endless_group();
+  TaskGroup group = make_group();
   auto run = std::async(std::launch::async, [&] {
     try {
       session.run(group);
@@ -58,6 +72,13 @@ TEST(CancelSession, CancelFromAnotherThreadStopsBlockedAndLoopingNodesWithin1s) 
   const auto took = cancelled_run_time(token, [&] { token->cancel(); });
   EXPECT_LT(took.count(), 1000);
   EXPECT_TRUE(token->cancelled());
+}
+
+// Same class as a DequeueBlobs that waits for ever: a reader's delay ends when its run is cancelled.
+TEST(CancelSession, CancelEndsAReaderWithDelayWithin1s) {
+  auto token = std::make_shared<CancelToken>();
+  const auto took = cancelled_run_time(token, [&] { token->cancel(); }, delayed_reader_group);
+  EXPECT_LT(took.count(), 1000);
 }
 
 TEST(CancelSession, SigtermThroughSignalCancellationStopsTheRunWithin1s) {
