@@ -153,6 +153,16 @@ void BM_ThreadPerSubstep(benchmark::State& state) {
 }
 BENCHMARK(BM_ThreadPerSubstep)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Runs plan once per benchmark iteration in a fresh workspace; items are the plan's steps.
+void run_plan_per_iteration(benchmark::State& state, const PlanDef& plan) {
+  for (auto _ : state) {
+    Workspace ws;
+    fill_scalars(ws);
+    run_plan(ws, plan);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
 // A plan of n nets of one Add each and n steps, step i running net i: checked, instantiated and
 // run once per iteration (run_plan), so the time is the compile time of n nets.
 void BM_PlanOfNets(benchmark::State& state) {
@@ -165,12 +175,7 @@ void BM_PlanOfNets(benchmark::State& state) {
     s.network = {plan.network.back().name};
     plan.execution_step.push_back(std::move(s));
   }
-  for (auto _ : state) {
-    Workspace ws;
-    fill_scalars(ws);
-    run_plan(ws, plan);
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  run_plan_per_iteration(state, plan);
 }
 BENCHMARK(BM_PlanOfNets)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
@@ -185,12 +190,7 @@ void BM_PlanOfSteps(benchmark::State& state) {
     s.network = {"n"};
     plan.execution_step.push_back(std::move(s));
   }
-  for (auto _ : state) {
-    Workspace ws;
-    fill_scalars(ws);
-    run_plan(ws, plan);
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  run_plan_per_iteration(state, plan);
 }
 BENCHMARK(BM_PlanOfSteps)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 

@@ -87,6 +87,14 @@ std::string nested_step(int depth) {
          nested_step(depth - 1) + R"(, {"name": "side)" + d + R"(", "create_workspace": true, "network": ["ok"]}]})";
 }
 
+// The start of a plan: net "ok" and net "bad" (its Div divides by zero), then its steps.
+constexpr const char* kNets = R"({"network": [{"name": "ok", "op": [{"type": "ConstantFill", "output": ["o"]}]},
+      {"name": "bad", "op": [
+        {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
+        {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
+        {"type": "Div", "input": ["a", "z"], "output": ["q"]}]}],
+    "execution_step": [)";
+
 // Steps l1..l<depth> nested one in the other, the innermost "leaf" running net "bad".
 std::string sequential_step(int depth) {
   if (depth == 0) return R"({"name": "leaf", "network": ["bad"]})";
@@ -94,12 +102,7 @@ std::string sequential_step(int depth) {
 }
 
 TEST_F(CliMessages, DeeplyNestedErrorsAreOneShortLine) {
-  const std::string plan = R"({"network": [{"name": "ok", "op": [{"type": "ConstantFill", "output": ["o"]}]},
-      {"name": "bad", "op": [
-        {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
-        {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
-        {"type": "Div", "input": ["a", "z"], "output": ["q"]}]}],
-    "execution_step": [)" + sequential_step(30) + "]}";
+  const std::string plan = kNets + sequential_step(30) + "]}";
   const auto r = moka({"run", file("deep.json", plan)});
   expect_moka_error(r, 1,
                     {"moka: error: step \"l30\" > step \"l29\" > step \"l28\" > (25 more levels) > step \"l2\" > "
@@ -110,12 +113,7 @@ TEST_F(CliMessages, DeeplyNestedErrorsAreOneShortLine) {
 TEST_F(CliMessages, ConcurrentInstancesDoNotRepeatTheirSteps) {
   // Before: step "l4" > step "l3" > step "l4" > step "l3" > step "l2" > ... (every instance's rethrow
   // added its step to one shared exception).
-  const std::string plan = R"({"network": [{"name": "ok", "op": [{"type": "ConstantFill", "output": ["o"]}]},
-      {"name": "bad", "op": [
-        {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
-        {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
-        {"type": "Div", "input": ["a", "z"], "output": ["q"]}]}],
-    "execution_step": [)" + nested_step(4) + "]}";
+  const std::string plan = kNets + nested_step(4) + "]}";
   const std::string path = file("inst.json", plan);
   for (const char* mode : {"--threads", "--fibers"}) {
     SCOPED_TRACE(mode);
