@@ -20,6 +20,7 @@
 
 #include "moka/job/checkpoint_manifest.h"
 #include "support/temp_dir.h"
+#include "support/paths.h"
 
 namespace moka {
 namespace {
@@ -47,7 +48,7 @@ std::string read_file(const std::string& path) {
 
 // The example job, smaller: 1 MiB of weights, 8 epochs.
 std::string write_job(const std::string& dir) {
-  std::string job = read_file(std::string(MOKA_SOURCE_DIR) + "/examples/jobs/counting.json");
+  std::string job = read_file(std::string(moka::testing::source_dir()) + "/examples/jobs/counting.json");
   auto replace = [&](const std::string& from, const std::string& to) {
     const auto pos = job.find(from);
     if (pos == std::string::npos) throw std::runtime_error("example job changed: no " + from);
@@ -74,10 +75,10 @@ class Child {
       ::dup2(fd, 1);
       ::dup2(err, 2);
       std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(MOKA_CLI_PATH));
+      argv.push_back(const_cast<char*>(moka::testing::cli_path()));
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      ::execv(MOKA_CLI_PATH, argv.data());
+      ::execv(moka::testing::cli_path(), argv.data());
       ::_exit(127);
     }
   }

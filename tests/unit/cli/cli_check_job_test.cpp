@@ -8,6 +8,7 @@
 
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
+#include "support/paths.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ std::string job(const std::string& epoch_plan, const std::string& stop_node = "t
 }
 
 TEST_F(CliCheckJob, TheExampleJobIsOk) {
-  const std::string path = std::string(MOKA_SOURCE_DIR) + "/examples/jobs/counting.json";
+  const std::string path = std::string(moka::testing::source_dir()) + "/examples/jobs/counting.json";
   const auto r = moka({"check", path});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "unit/cli/cli_process.h"
+#include "support/paths.h"
 
 namespace moka_cli_test {
 
@@ -95,7 +96,9 @@ class Cli : public ::testing::Test {
   int counter_ = 0;
 };
 
-inline std::string source_path(const std::string& rel) { return std::string(MOKA_SOURCE_DIR) + "/" + rel; }
+inline std::string source_path(const std::string& rel) {
+  return std::string(moka::testing::source_dir()) + "/" + rel;
+}
 
 // stderr holds exactly one line, and stdout nothing.
 inline void expect_one_error_line(const CliResult& r) {

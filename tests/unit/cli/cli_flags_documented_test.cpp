@@ -8,6 +8,7 @@
 
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
+#include "support/paths.h"
 
 namespace {
 
@@ -31,7 +32,7 @@ TEST(CliFlagsDocumented, EverySubcommandFlagIsInTheTopLevelHelpAndTheDocs) {
   moka::testing::TempDir dir("moka-cli-flags");
   const auto top = run_moka({"--help"}, dir.fs_path());
   ASSERT_EQ(top.code, 0) << top.err;
-  const std::string docs = moka::testing::slurp(std::string(MOKA_SOURCE_DIR) + "/docs/cli.md");
+  const std::string docs = moka::testing::slurp(std::string(moka::testing::source_dir()) + "/docs/cli.md");
   ASSERT_FALSE(docs.empty());
   std::size_t seen = 0;
   for (const std::vector<std::string>& sub : {std::vector<std::string>{"run"}, {"check"}, {"ops"}, {"job", "run"}}) {

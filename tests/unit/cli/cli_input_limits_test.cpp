@@ -9,6 +9,7 @@
 
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
+#include "support/paths.h"
 
 namespace {
 
@@ -44,16 +45,16 @@ TEST_F(CliInputLimits, ADirectoryIsNamedAsSuch) {
 }
 
 TEST_F(CliInputLimits, AJobDocumentGivenToRunSaysWhatItIs) {
-  const std::string path = std::string(MOKA_SOURCE_DIR) + "/examples/jobs/counting.json";
+  const std::string path = std::string(moka::testing::source_dir()) + "/examples/jobs/counting.json";
   expect_moka_error(moka({"run", path}), 2,
                     {"counting.json: top level: field \"epoch_group\" makes this a job document", "moka job run"});
 }
 
 TEST_F(CliInputLimits, APlanGivenToJobRunSaysWhatItIs) {
-  const std::string plan = std::string(MOKA_SOURCE_DIR) + "/examples/plans/demo.json";
+  const std::string plan = std::string(moka::testing::source_dir()) + "/examples/plans/demo.json";
   expect_moka_error(moka({"job", "run", plan, "--checkpoint-dir", dir_ / "ckpt"}), 2,
                     {"demo.json: top level: this is a plan, not a job: a job has an \"epoch_group\""});
-  const std::string group = std::string(MOKA_SOURCE_DIR) + "/examples/task_groups/two_nodes.json";
+  const std::string group = std::string(moka::testing::source_dir()) + "/examples/task_groups/two_nodes.json";
   expect_moka_error(moka({"job", "run", group, "--checkpoint-dir", dir_ / "ckpt"}), 2,
                     {"two_nodes.json: top level: this is a TaskGroup document (it has \"nodes\"), not a job"});
 }

@@ -9,6 +9,7 @@
 
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
+#include "support/paths.h"
 
 namespace {
 
@@ -23,7 +24,7 @@ class CliMessages : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
     return dir_ / name;
   }
-  std::string job() const { return std::string(MOKA_SOURCE_DIR) + "/examples/jobs/counting.json"; }
+  std::string job() const { return std::string(moka::testing::source_dir()) + "/examples/jobs/counting.json"; }
 };
 
 TEST_F(CliMessages, CountFlagsSayWhatTheyExpect) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "support/paths.h"
 
 extern char** environ;
 
@@ -49,12 +50,13 @@ inline std::string slurp(const std::filesystem::path& path) {
   return ss.str();
 }
 
-/// Runs MOKA_CLI_PATH with `args` (stdin /dev/null, stdout and stderr into the two files). A run that
-/// takes longer than `timeout` is killed (timed_out, and a test failure).
+/// Runs the moka CLI (moka::testing::cli_path()) with `args` (stdin /dev/null, stdout and stderr
+/// into the two files). A run that takes longer than `timeout` is killed (timed_out, and a test
+/// failure).
 inline MokaResult spawn_moka(const std::vector<std::string>& args, const std::filesystem::path& out_path,
                              const std::filesystem::path& err_path, std::chrono::seconds timeout,
                              const MokaSignal& sig = {}) {
-  std::vector<std::string> argv_s{MOKA_CLI_PATH};
+  std::vector<std::string> argv_s{moka::testing::cli_path()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -65,11 +67,11 @@ inline MokaResult spawn_moka(const std::vector<std::string>& args, const std::fi
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, MOKA_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, moka::testing::cli_path(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   MokaResult r;
   if (rc != 0) {
-    ADD_FAILURE() << "posix_spawn(" << MOKA_CLI_PATH << ") failed: " << std::strerror(rc);
+    ADD_FAILURE() << "posix_spawn(" << moka::testing::cli_path() << ") failed: " << std::strerror(rc);
     return r;
   }
   using Clock = std::chrono::steady_clock;
