@@ -1,4 +1,4 @@
-// Background vs foreground checkpoint saves (issue 5 §5): the same job — an epoch of Adds over a
+// Background vs foreground checkpoint saves (issue 5, part 5): the same job — an epoch of Adds over a
 // weights tensor, checkpointed every epoch to minidb with fsync — run by run_job with the save in the
 // epoch loop (the peer) and with the save written while the next epoch runs. Reports wall seconds per
 // epoch; BackgroundSave's vs_foreground is its epoch rate over ForegroundSave's (> 1: faster).

@@ -1,4 +1,4 @@
-// Pipe throughput (issue 4 §6): dataset reader → processor (Add of a constant on the batch) → queue(64) →
+// Pipe throughput (issue 4, part 6): dataset reader → processor (Add of a constant on the batch) → queue(64) →
 // dataset writer, against tbb::parallel_pipeline doing the same arithmetic on the same data.
 //
 // Args: batch size (1, 64, 1024) and threads (1, 2). moka: every pipe gets num_runtime_threads = threads

@@ -1,4 +1,4 @@
-// Save/load throughput (issue 5 §5): 1 GiB of float tensors as 10 and as 10,000 blobs, saved and loaded
+// Save/load throughput (issue 5, part 5): 1 GiB of float tensors as 10 and as 10,000 blobs, saved and loaded
 // through each DB backend, against plain write+fsync+rename / read() of the same bytes in the same run.
 //
 // A plain main (not Google Benchmark): each measurement moves a gigabyte, so we want a few repetitions,

@@ -1,4 +1,4 @@
-// Task: naming, group membership, the `with Task()` body, outputs and compilation (§7); SetupNets; final_output.
+// Task: naming, groups, the `with Task()` body, outputs and compilation (docs/tasks.md §3); SetupNets; final_output.
 #include "moka/build/task.h"
 
 #include <fmt/format.h>
@@ -132,7 +132,7 @@ ExecutionStep Task::get_step() {
   auto [inst_init, inst_exit] = get_setup_nets(kTaskInstanceSetup, sources, state_.get());
 
   if (state_->outputs.empty()) {
-    // Every task has an output, so its group knows when it is done (Caffe2 §7.4).
+    // Every task has an output, so its group knows when it is done (docs/tasks.md §3.3).
     Net output_net(name + ":output");
     BlobRef out = output_net.op("ConstantFill", {}, 1, {{"dtype", DType::Int32}, {"value", 0}}).single();
     add_output(TaskOutput(out));

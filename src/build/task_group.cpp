@@ -1,4 +1,4 @@
-// TaskGroup: lazy task registration, workspace types, report steps, per-node compilation (§9.1), to_task.
+// TaskGroup: lazy task registration, workspace types, report steps, per-node compilation (docs/tasks.md §5.2), to_task.
 #include "moka/build/task_group.h"
 
 #include <fmt/format.h>

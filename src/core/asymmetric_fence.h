@@ -5,7 +5,7 @@
 //
 // Why: on x86 the hot side's full fence is a locked instruction (a seq_cst store is an XCHG), which
 // waits for the core's store buffer to drain — in a pipe's per-batch path, right after the batch was
-// written, about 5 ns each time (docs/benchmarks.md §4). A sleeper spins first and sleeps through
+// written, about 5 ns each time (docs/benchmarks-history.md). A sleeper spins first and sleeps through
 // system calls anyway, so a system call more on its side costs little.
 //
 // The argument, for a publisher P (store X; light fence; load Y) and a sleeper S (store Y; heavy

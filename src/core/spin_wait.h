@@ -6,7 +6,7 @@
 // loaded one Linux's fair scheduler answers it by moving the thread behind every other runnable thread
 // on its core, so a thread that yields while its peer is microseconds from handing it work loses its
 // core for a whole time slice (milliseconds). With two busy processes beside it, a pipe whose stages
-// yielded in their hand-off spins ran 10–50× slower than on a quiet machine (docs/benchmarks.md §4).
+// yielded in their hand-off spins ran 10–50× slower than on a quiet machine (docs/benchmarks-history.md).
 //
 // spin_yield() times its yields. When three of one thread's yields within 50 ms take longer than
 // 500 µs each, it asks whether the process itself kept the cores busy meanwhile (its CPU time over that

@@ -495,7 +495,7 @@ ExecutionStepDef read_step(const Json& v, const std::string& path, int depth) {
     if (*s.num_concurrent_instances < 1) fail(join(path, "num_concurrent_instances"), "must be >= 1");
   }
 
-  // The plan executor's own checks (semantics §3.3-3.4), reported at load time.
+  // The plan executor's own checks (docs/plan-execution.md §2.2, §2.3), reported at load time.
   if (!s.substep.empty() && !s.network.empty())
     fail(path, "has both \"substep\" and \"network\" (a step runs either substeps or nets)");
   if (s.report_net && !s.report_interval) fail(path, "\"report_net\" needs \"report_interval\"");

@@ -51,7 +51,7 @@ bool PlanContext::plan_ws_nets_intact() const {
 
 namespace {
 
-// §3.8: a new child workspace that sees NODE_ID gets a local GLOBAL_WORKSPACE_ID.
+// docs/plan-execution.md §2.6: a new child workspace that sees NODE_ID gets a local GLOBAL_WORKSPACE_ID.
 void inject_workspace_id(Workspace& ws, PlanContext& ctx) {
   Blob* node = ws.get_blob("NODE_ID");
   if (!node) return;

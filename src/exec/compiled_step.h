@@ -26,7 +26,7 @@ struct PlanContext {
 
   std::unordered_map<std::string, const NetDef*> net_defs;
   RunOptions options;
-  std::atomic<int32_t> workspace_seq{0};  // GLOBAL_WORKSPACE_ID sequence (§3.8)
+  std::atomic<int32_t> workspace_seq{0};  // GLOBAL_WORKSPACE_ID sequence (docs/plan-execution.md §2.6)
   std::atomic<bool> abandoned{false};     // a worker ignored cancellation; keep all state alive
   std::atomic<bool> dirty{false};         // something was cancelled: compiled state is not reusable
   uint64_t run_id = 0;                    // which run of a PreparedPlan this is (set between runs)
@@ -52,8 +52,8 @@ struct PlanContext {
 class CompiledStep;
 
 /// A step in the tree. Steps without create_workspace compile once, eagerly, at construction
-/// (so all their nets exist before anything runs, §3.3); create_workspace steps compile afresh
-/// for every execution, in a new child workspace — or, in a later run of a PreparedPlan, take
+/// (so all their nets exist before anything runs, docs/plan-execution.md §2.2); create_workspace steps compile
+/// afresh for every execution, in a new child workspace — or, in a later run of a PreparedPlan, take
 /// a compiled step of an earlier run whose child workspace was emptied, when nothing made its
 /// bindings stale. (Never within one run: concurrent instances each construct their own
 /// operators, as Caffe2's test_multi_instance_python_op requires.)
@@ -94,7 +94,7 @@ class CompiledStep {
     if (i >= max_iters) return false;
     return !ctx.external_stop();
   }
-  /// The value of should_stop_blob: false when unset or never filled (§3.5); TypeError unless a
+  /// The value of should_stop_blob: false when unset or never filled (docs/plan-execution.md §2.4); TypeError unless a
   /// scalar bool. Inline: the executor checks it after every net (nine times per batch in a pipe).
   bool should_stop() const {
     const Blob* b = should_stop_blob;
@@ -116,7 +116,7 @@ class CompiledStep {
   bool recyclable() const;
   /// Empties the child workspace (keeping its blobs, which operators point to) for reuse.
   void recycle();
-  /// Prepares a recycled step for a new execution (a new GLOBAL_WORKSPACE_ID, §3.8).
+  /// Prepares a recycled step for a new execution (a new GLOBAL_WORKSPACE_ID, docs/plan-execution.md §2.6).
   void reuse();
 
   const ExecutionStepDef& step;

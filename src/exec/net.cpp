@@ -24,7 +24,7 @@ bool known_net_type(const std::optional<std::string>& t) {
   return kTypes.count(*t) != 0;
 }
 
-// Caffe2 §1.3: with external_input declared, every input must have a known source and every
+// docs/plan-execution.md §1.3: with external_input declared, every input must have a known source and every
 // external_output must be produced.
 void check_external_io(const NetDef& def) {
   if (def.external_input.empty()) return;

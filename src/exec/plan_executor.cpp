@@ -1,5 +1,5 @@
-// Plan executor: the step algorithm of Caffe2 §3.6 with concurrent iterations on the worker pool,
-// first-error cancellation and a bounded wait for workers that ignore cancellation (§3.7, decision 7).
+// Plan executor: Caffe2's step algorithm with concurrent iterations on the worker pool, first-error cancellation
+// and a bounded wait for workers that ignore cancellation (docs/plan-execution.md §2.5–§3.3; decisions 7 and 12).
 #include "moka/exec/plan_executor.h"
 
 #include <fmt/format.h>
@@ -83,7 +83,7 @@ std::size_t concurrent_jobs(const CompiledStep& c) {
   return c.recurring.size() * static_cast<std::size_t>(std::max(1, c.step.num_concurrent_instances.value_or(1)));
 }
 
-// §3.7.1: one iteration of a concurrent step — every recurring substep (times
+// docs/plan-execution.md §3.1: one iteration of a concurrent step — every recurring substep (times
 // num_concurrent_instances) at once on pool workers, this thread waiting.
 void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   const std::size_t n = c->recurring.size();
@@ -271,7 +271,7 @@ void run_steps(RunState& st, const RunOptions& options) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (ctx.external_stop()) return;
     try {
-      // Each top-level step is instantiated just before it first runs (§3.2).
+      // Each top-level step is instantiated just before it first runs (docs/plan-execution.md §2.1).
       if (i == st.wrappers.size()) st.wrappers.push_back(std::make_shared<StepWrapper>(steps[i], &st.ws, ctx));
       StepWrapper* wrapper = st.wrappers[i].get();
       // Destroyed before the wrapper, so the callback never outlives it.

@@ -839,7 +839,7 @@ std::vector<std::string> BlobSerializerRegistry::type_names() const {
 BlobSerializerRegistry& BlobSerializerRegistry::global() {
   static BlobSerializerRegistry* registry = [] {
     auto* reg = new BlobSerializerRegistry();
-    // Counter: its current value as int64 (Caffe2 §18 stores the same number as an INT64 tensor [1]).
+    // Counter: its current value as int64 (Caffe2 stores the same number as an INT64 tensor [1]; docs/operators.md §2).
     reg->register_builtin(
         std::string(kCounterTypeName), type_info_of<Counter>(),
         [](const Blob& b, std::string& out) { PayloadWriter(out).i64(b.get<Counter>().retrieve()); },

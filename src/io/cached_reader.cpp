@@ -1,5 +1,5 @@
-// DBFileReader and CachedReader (Caffe2's db_file_reader.py, §21): a dataset saved column by column in a
-// DB file, read through a DatasetRandomReader; CachedReader fills the file from another reader once.
+// DBFileReader and CachedReader (Caffe2's db_file_reader.py; docs/pipelines.md §9): a dataset saved column by column
+// in a DB file, read through a DatasetRandomReader; CachedReader fills the file from another reader once.
 #include "moka/io/cached_reader.h"
 
 #include <fmt/format.h>

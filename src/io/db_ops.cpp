@@ -1,4 +1,4 @@
-// Operators Save, Load and DBExists (Caffe2 load_save_op, §20) over save_blobs/load_blobs; registered
+// Operators Save, Load and DBExists (Caffe2 load_save_op; docs/save-load.md) over save_blobs/load_blobs; registered
 // with the built-in operators through detail::register_db_ops (declared in src/ops/builtin.h).
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// save_blobs / load_blobs: Caffe2's Save and Load (§20) over moka's DB interface and blob records.
+// save_blobs / load_blobs: Caffe2's Save and Load (docs/save-load.md) over moka's DB interface and blob records.
 // Save streams each record straight into one transaction; Load assembles chunks in any order.
 #include "moka/io/save_load.h"
 

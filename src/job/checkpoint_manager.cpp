@@ -1,4 +1,4 @@
-// CheckpointManager: the single-node checkpoint manager (§13.5) and db naming (§13.4).
+// CheckpointManager: the single-node checkpoint manager and db naming (docs/jobs.md §4.1, §4.2).
 #include "moka/job/checkpoint_manager.h"
 
 #include <fmt/format.h>
@@ -171,7 +171,7 @@ Task CheckpointManager::check_db_exists(int64_t epoch) {
     BlobRef existence;
     task.emplace([&] {
       existence = ops::Const(false);
-      // DBExists's argument is `db_name`, not `db` (§20).
+      // DBExists's argument is `db_name`, not `db` (docs/save-load.md §4).
       ops::op("DBExists", {}, {existence}, {{"db_name", db}, {"db_type", type}, {"absolute_path", 1}});
     });
     task->add_output(existence);

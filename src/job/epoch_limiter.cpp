@@ -1,4 +1,4 @@
-// epoch_limiter: a counter created in the init group and counted down by the epoch group (§13.3).
+// epoch_limiter: a counter created in the init group and counted down by the epoch group (docs/jobs.md §3).
 #include "moka/job/epoch_limiter.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// JobRunner: Caffe2's training flow (§13.2) with decision 8 for failed saves.
+// JobRunner: Caffe2's training flow (docs/jobs.md §2) with decision 8 for failed saves.
 #include "moka/job/job_runner.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// MultiNodeCheckpointManager: per-node CheckpointManagers driven as GLOBAL TaskGroups (§13.6; decision 9).
+// MultiNodeCheckpointManager: per-node CheckpointManagers driven as GLOBAL TaskGroups (docs/jobs.md §4.3; decision 9).
 #include "moka/job/multi_node_checkpoint_manager.h"
 
 #include <fmt/format.h>
@@ -75,7 +75,7 @@ TaskGroup MultiNodeCheckpointManager::init(const std::vector<std::string>& nodes
   if (node_managers_.empty() || node_names() != nodes) create_node_managers(nodes);
   sync_paths();
   initialized_ = true;
-  // Each manager is told its own node (Caffe2 passed the last node to all of them: quirk 13).
+  // Each manager is told its own node (Caffe2 passed the last node to all of them; decision 9).
   return task_group([&](CheckpointManager& m) {
     m.init(std::vector<std::string>{m.node_name()}, retrieve_from_epoch, std::nullopt, std::nullopt);
   });

@@ -21,7 +21,7 @@ namespace {
 // How long a thread that finds the queue empty (full) keeps checking before it sleeps. A sleep and
 // wake-up through the condition variable costs several microseconds on each side, while the peer
 // usually arrives within a few hundred nanoseconds; a bounded spin (a few microseconds, then a few
-// yields) keeps both threads running without making an idle thread burn a core (DESIGN §6). The
+// yields) keeps both threads running without making an idle thread burn a core (docs/architecture.md §3). The
 // yields are spin_yield()s, which pause instead while the machine is loaded (core/spin_wait.h).
 constexpr int kSpinPauses = 128;
 constexpr int kSpinYields = 8;

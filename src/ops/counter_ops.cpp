@@ -1,5 +1,5 @@
-// Counter operators (Caffe2 counter_ops, §18): CreateCounter, ResetCounter, CountDown, CheckCounterDone,
-// CountUp, RetrieveCount, all over a moka::Counter held by a blob.
+// Counter operators (Caffe2 counter_ops; docs/operators.md §2): CreateCounter, ResetCounter, CountDown,
+// CheckCounterDone, CountUp, RetrieveCount, all over a moka::Counter held by a blob.
 #include <fmt/format.h>
 
 #include "moka/core/error.h"

@@ -1,5 +1,6 @@
-// Dataset operators (Caffe2 dataset_ops, §15): CreateTreeCursor, ResetCursor, GetCursorOffset, ReadNextBatch,
-// ComputeOffset, SortAndShuffle, ReadRandomBatch, CheckDatasetConsistency, Append, AtomicAppend, TrimDataset, IsEmpty.
+// Dataset operators (Caffe2 dataset_ops; docs/operators.md §4): CreateTreeCursor, ResetCursor, GetCursorOffset,
+// ReadNextBatch, ComputeOffset, SortAndShuffle, ReadRandomBatch, CheckDatasetConsistency, Append, AtomicAppend,
+// TrimDataset, IsEmpty.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

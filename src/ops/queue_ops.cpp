@@ -1,4 +1,4 @@
-// Queue operators (Caffe2 queue_ops, §17.3): CreateBlobsQueue, EnqueueBlobs, DequeueBlobs, CloseBlobsQueue,
+// Queue operators (Caffe2 queue_ops; docs/queues.md §2): CreateBlobsQueue, EnqueueBlobs, DequeueBlobs, CloseBlobsQueue,
 // SafeEnqueueBlobs, SafeDequeueBlobs, WeightedSampleDequeueBlobs, over a moka::BlobsQueue shared through a blob;
 // and moka's CountDownCloseBlobsQueue (a queue's writer tasks close it when the last one exits).
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Timer operators (Caffe2 stats_ops, §19): TimerBegin, TimerEnd, TimerGet, TimerGetAndEnd, and moka::Timer itself.
+// Timer operators TimerBegin, TimerEnd, TimerGet, TimerGetAndEnd and moka::Timer (docs/operators.md §3).
 #include <fmt/format.h>
 
 #include "moka/core/error.h"

@@ -1,4 +1,4 @@
-// Cluster, Node and WorkspaceType: where tasks run (Caffe2 task.py §5–§6). Builders only; nothing runs here.
+// Cluster, Node and WorkspaceType: where tasks run (docs/tasks.md §1, §2). Builders only; nothing runs here.
 #pragma once
 
 #include <functional>

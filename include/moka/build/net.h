@@ -127,7 +127,7 @@ struct NetState;
 /// @brief Builds one net (Caffe2's `core.Net`): operators over named blobs, with automatic names.
 ///
 /// Net is a **handle**: copies refer to the same net, like Python references, and `==` compares
-/// identity. Names follow Caffe2 (§1.4): the net's name is prefixed with the active NetBuilder's
+/// identity. Names follow Caffe2 (docs/building-plans.md §3): the net's name is prefixed with the active NetBuilder's
 /// name and made unique in the process (`name`, `name_1`, …); unnamed outputs are
 /// `<net>/<Type>` (deduplicated `_2`, `_3`, …) or `<net>/<Type>:<i>`. Every added operator is
 /// checked against its registered schema, so a misspelt argument fails here, naming the net

@@ -236,7 +236,7 @@ class NetBuilder {
 ExecutionStep to_execution_step(NetBuilder& builder, const std::string& default_name = {});
 
 /// @brief A net attribute that contributes setup and exit work when a Task or TaskGroup is
-/// compiled (Caffe2's objects with `setup(init_net)` / `exit(exit_net)`, §7.5).
+/// compiled (Caffe2's objects with `setup(init_net)` / `exit(exit_net)`, docs/tasks.md §3.4).
 ///
 /// The compiler calls setup() with a shared init net and exit() with a shared exit net; an
 /// attribute may append operators to them and/or return nets and steps to run. Each attribute is

@@ -59,7 +59,7 @@ BlobRef GivenTensorInt64Fill(Inputs inputs = {}, Outputs outputs = {}, std::vect
 BlobRef GivenTensorBoolFill(Inputs inputs = {}, Outputs outputs = {}, std::vector<Arg> args = {});
 BlobRef GivenTensorStringFill(Inputs inputs = {}, Outputs outputs = {}, std::vector<Arg> args = {});
 
-// ---- counters (§18) ----
+// ---- counters (docs/operators.md §2) ----
 BlobRef CreateCounter(Inputs inputs = {}, Outputs outputs = {}, std::vector<Arg> args = {});
 /// Zero or one output (the previous count); one automatic output by default, as in Caffe2.
 BlobRefs ResetCounter(Inputs inputs, Outputs outputs = {}, std::vector<Arg> args = {});
@@ -68,7 +68,7 @@ BlobRef CountUp(Inputs inputs, Outputs outputs = {}, std::vector<Arg> args = {})
 BlobRef CheckCounterDone(Inputs inputs, Outputs outputs = {}, std::vector<Arg> args = {});
 BlobRef RetrieveCount(Inputs inputs, Outputs outputs = {}, std::vector<Arg> args = {});
 
-// ---- timers (§19) ----
+// ---- timers (docs/operators.md §3) ----
 BlobRef TimerBegin(Inputs inputs = {}, Outputs outputs = {}, std::vector<Arg> args = {});
 /// No outputs by default.
 BlobRefs TimerEnd(Inputs inputs, Outputs outputs = 0, std::vector<Arg> args = {});

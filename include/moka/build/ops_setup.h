@@ -28,7 +28,7 @@ std::shared_ptr<ReportStep> make_reporter(int64_t interval_ms, const std::functi
 
 // Each block: creates a SetupBuilder, attaches it to the active builder's current net (created
 // if needed) under its key, and runs body inside it. Its ops run only when a Task or TaskGroup
-// collects the attribute (§7.5): task_* once per Task (before / after all instances),
+// collects the attribute (docs/tasks.md §3.4): task_* once per Task (before / after all instances),
 // task_instance_* once per instance in the instance's workspace, local_* once per node per
 // TaskGroup run.
 //

@@ -1,4 +1,4 @@
-// Task, SetupNets and final_output: a step placed on a node, with setup/exit work and outputs (Caffe2 task.py §7–§8).
+// Task, SetupNets and final_output: a step placed on a node, with setup/exit work and outputs (docs/tasks.md §3, §4).
 #pragma once
 
 #include <functional>
@@ -42,7 +42,7 @@ struct TaskOptions {
 ///   });
 ///   moka::Task t3;                                    // no step: only outputs (pre-created blobs)
 /// @endcode
-/// get_step() compiles the task once (§7.4): report steps, task and instance setup collected from
+/// get_step() compiles the task once (docs/tasks.md §3.3): report steps, task and instance setup collected from
 /// net attributes, a default output when there is none, instances in `<name>:parallel`. Compiling
 /// marks what it used, so its results are kept: a task compiles the same way in every group and
 /// session (its setup blocks belong to the first group — or run alone — that compiled it).

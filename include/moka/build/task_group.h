@@ -1,4 +1,4 @@
-// TaskGroup: tasks that run concurrently, possibly on several nodes; compiled per node (Caffe2 task.py §9).
+// TaskGroup: tasks that run concurrently, possibly on several nodes; compiled per node (docs/tasks.md §5).
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// TaskOutput and TaskOutputList: blobs a task hands back after a session run (Caffe2 task.py §8).
+// TaskOutput and TaskOutputList: blobs a task hands back after a session run (docs/tasks.md §4).
 #pragma once
 
 #include <cstdint>

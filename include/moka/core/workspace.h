@@ -1,4 +1,4 @@
-// Workspace: named blobs with a parent chain and forwarded blobs, plus a registry of instantiated nets (Caffe2 §1.1).
+// Workspace: named blobs with a parent chain and forwarded blobs, plus instantiated nets (docs/plan-execution.md §1.1).
 #pragma once
 
 #include <atomic>

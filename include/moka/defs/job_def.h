@@ -1,4 +1,4 @@
-// JobDef: a Job (Caffe2 checkpoint.py §13.1) as plain data — its four compiled TaskGroups, the blobs
+// JobDef: a Job (Caffe2 checkpoint.py; docs/jobs.md §1) as plain data — its four compiled TaskGroups, the blobs
 // whose values stop the epoch loop, and the nodes whose workspaces are checkpointed.
 #pragma once
 

@@ -28,7 +28,7 @@ struct OperatorDef {
 ///
 /// When external_input is non-empty the net is checked at instantiation: every operator input
 /// must be an external input or an earlier operator's output, and every external_output must be
-/// produced (Caffe2 §1.3).
+/// produced (docs/plan-execution.md §1.3).
 struct NetDef {
   std::string name;
   std::vector<OperatorDef> op;

@@ -1,4 +1,4 @@
-// ExecutionStepDef and PlanDef: plain definitions of execution steps and plans (caffe2.proto §2.1).
+// ExecutionStepDef and PlanDef: plain definitions of execution steps and plans (caffe2.proto; docs/plan-format.md §2).
 #pragma once
 
 #include <cstdint>

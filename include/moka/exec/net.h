@@ -15,7 +15,7 @@ namespace moka {
 /// @brief An instantiated net (Caffe2's SimpleNet).
 ///
 /// Construction validates every operator against its schema, checks external_input /
-/// external_output (§1.3) and binds blobs (§1.2). run() is a loop of virtual calls; an error
+/// external_output and binds blobs (docs/plan-execution.md §1.2, §1.3). run() is a loop of virtual calls; an error
 /// from an operator carries `net "N" > operator #i (Type)` in its context.
 ///
 /// @code

@@ -1,4 +1,4 @@
-// The plan executor: runs a PlanDef in a workspace with Caffe2's step semantics (§3) and moka's
+// The plan executor: runs a PlanDef in a workspace with Caffe2's step semantics (docs/plan-execution.md) and moka's
 // failure model (an error anywhere cancels its siblings, every thread is joined, the error is thrown).
 #pragma once
 
@@ -29,7 +29,7 @@ enum class Concurrency {
   /// cgroup's CPU quota of at most one CPU: a container limited to one CPU), threads otherwise.
   /// On one CPU, threads cannot run at once anyway, and every hand-off between them is a context
   /// switch: pinned to one CPU, the benchmark pipe ran 1.4–2.1× faster on fibers, 2.5–4.7× with
-  /// another program on that CPU (docs/benchmarks.md §4). Decided each time a concurrent step starts. The default.
+  /// another program on that CPU (docs/benchmarks-history.md). Decided each time a concurrent step starts. The default.
   automatic,
 };
 

@@ -18,8 +18,8 @@ namespace moka {
 /// CancelToken::cancel() takes a lock and runs callbacks, so it must not be called from a signal
 /// handler. This installs handlers that only write one byte to a pipe (async-signal-safe); a
 /// watcher thread blocked on the pipe calls cancel() at once, which stops the runs holding the token
-/// at their next net boundary and wakes operators blocked in queues (docs/sessions.md, "Cancelling
-/// a run"). From another thread, call token->cancel() directly instead.
+/// at their next net boundary and wakes operators blocked in queues (docs/sessions.md §6). From
+/// another thread, call token->cancel() directly instead.
 /// @code
 ///   auto token = std::make_shared<moka::CancelToken>();
 ///   moka::LocalSessionOptions options;

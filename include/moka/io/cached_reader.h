@@ -1,5 +1,5 @@
 // DBFileReader (reads a dataset saved in a DB file) and CachedReader (builds that file once from another
-// reader, then serves from it): Caffe2's db_file_reader.py (§21).
+// reader, then serves from it): Caffe2's db_file_reader.py (docs/pipelines.md §9).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Dataset: an in-memory table held in blobs, with cursor-based readers and an appending writer
-// (Caffe2's dataset.py, §15).
+// (Caffe2's dataset.py; docs/pipelines.md §3).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Readers that wrap other readers (Caffe2's dataio.py §14.4): CounterReader, ReaderWithLimit, CountUntil,
-// ReaderWithTimeLimit, ReaderWithDelay, CompositeReader and CompositeReaderBuilder.
+// Readers that wrap other readers (Caffe2's dataio.py; docs/pipelines.md §2.1): CounterReader, ReaderWithLimit,
+// CountUntil, ReaderWithTimeLimit, ReaderWithDelay, CompositeReader and CompositeReaderBuilder.
 #pragma once
 
 #include <chrono>

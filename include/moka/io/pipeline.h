@@ -1,4 +1,4 @@
-// Pipes (Caffe2's pipeline.py, §16): processors between a reader and a writer, ProcessingReader,
+// Pipes (Caffe2's pipeline.py; docs/pipelines.md §5): processors between a reader and a writer, ProcessingReader,
 // NetProcessor, and pipe() / pipe_and_output(), which build the Task that streams records.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Queue: a bounded BlobsQueue wrapped as a Pipe (Caffe2's queue_util.py, §17.1), and the enqueue /
+// Queue: a bounded BlobsQueue wrapped as a Pipe (Caffe2's queue_util.py; docs/pipelines.md §4), and the enqueue /
 // dequeue helpers that emit SafeEnqueueBlobs / SafeDequeueBlobs.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Readers and writers of data pipelines (Caffe2's dataio.py, §14.1–§14.3): Reader, Writer, Pipe,
+// Readers and writers of data pipelines (Caffe2's dataio.py; docs/pipelines.md §2): Reader, Writer, Pipe,
 // ReaderBuilder, PipedReaderBuilder, and ReaderSource / WriterSink (what pipe() reads from and writes to).
 #pragma once
 

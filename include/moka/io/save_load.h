@@ -1,4 +1,4 @@
-// save_blobs / load_blobs: the C++ functions behind the Save, Load and DBExists operators (Caffe2 §20),
+// save_blobs / load_blobs: the C++ functions behind the Save, Load and DBExists operators (docs/save-load.md),
 // usable directly (checkpoint managers, CachedReader, benchmarks). Format: docs/checkpoint-format.md.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Records (Caffe2's schema.py, §15): Scalar, Struct and List fields with flattened names and blobs,
+// Records (Caffe2's schema.py; docs/pipelines.md §1): Scalar, Struct and List fields with flattened names and blobs,
 // and the helpers that bind them to nets and workspaces (NewRecord, ConstRecord, InitEmptyRecord,
 // FeedRecord, FetchRecord, from_blob_list).
 #pragma once

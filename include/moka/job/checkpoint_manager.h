@@ -1,5 +1,5 @@
-// CheckpointManagerBase (what JobRunner needs from a checkpoint manager), db naming (§13.4) and
-// CheckpointManager, the single-node manager (§13.5; decision 9 for path_prefix/path_type).
+// CheckpointManagerBase (what JobRunner needs from a checkpoint manager), db naming (docs/jobs.md §4.1)
+// and CheckpointManager, the single-node manager (docs/jobs.md §4.2; decision 9 for path_prefix/path_type).
 #pragma once
 
 #include <cstdint>
@@ -82,7 +82,7 @@ class CheckpointManagerBase {
   virtual std::vector<std::string> blob_names_of(const std::string& node) const = 0;
 };
 
-/// @brief Saves and loads the blobs of one node's workspace (Caffe2's CheckpointManager, §13.5).
+/// @brief Saves and loads the blobs of one node's workspace (Caffe2's CheckpointManager, docs/jobs.md §4.2).
 ///
 /// init() builds the task that lists the blobs to checkpoint (every local blob of the node's
 /// workspace, or the list stored in an earlier checkpoint); save()/load() build tasks that
@@ -92,7 +92,7 @@ class CheckpointManagerBase {
 /// Differences from Caffe2: the tasks run on the node given to init() (else the active Node),
 /// because moka's LocalSession gives every node its own workspace; and path_prefix/path_type,
 /// once given to set_params() or init(), apply to every operation — save, check_db_exists and
-/// load_blobs_from_checkpoint included (decision 9; Caffe2's quirk 14 ignored them there).
+/// load_blobs_from_checkpoint included (decision 9; Caffe2 ignored them there).
 /// @code
 ///   auto cm = std::make_shared<moka::CheckpointManager>("/ckpt", "trainer_0", "minidb");
 ///   moka::JobRunner runner(job, cm);

@@ -34,7 +34,7 @@ struct CheckpointFile {
   bool operator==(const CheckpointFile&) const = default;
 };
 
-/// @brief The manifest of one committed epoch (format: docs/checkpoint-format.md, "Manifests").
+/// @brief The manifest of one committed epoch (format: docs/checkpoint-format.md §10).
 struct CheckpointManifest {
   int64_t epoch = 0;
   std::string db_type;

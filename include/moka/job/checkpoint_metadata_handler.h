@@ -1,5 +1,5 @@
 // CheckpointMetadataHandler: the hook checkpoint managers call to record, report and choose checkpoints
-// (Caffe2's duck-typed `metadata_handler`, §13.5), as an abstract class.
+// (Caffe2's duck-typed `metadata_handler`, docs/jobs.md §4.2), as an abstract class.
 #pragma once
 
 #include <cstdint>

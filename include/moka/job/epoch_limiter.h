@@ -1,4 +1,4 @@
-// epoch_limiter: stops a Job after a fixed number of epochs with a counter (Caffe2 §13.3).
+// epoch_limiter: stops a Job after a fixed number of epochs with a counter (docs/jobs.md §3).
 #pragma once
 
 #include <cstdint>

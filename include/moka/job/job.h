@@ -1,4 +1,4 @@
-// Job: the init, epoch, download and exit TaskGroups of a training job, and its stop conditions (Caffe2 §13.1).
+// Job: the init, epoch, download and exit TaskGroups of a training job, and its stop conditions (docs/jobs.md §1).
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// JobRunner: runs a Job with Caffe2's flow (§13.2) — init or resume, epochs until a stop
+// JobRunner: runs a Job with Caffe2's flow (docs/jobs.md §2) — init or resume, epochs until a stop
 // condition, a checkpoint after every epoch, upload, download, exit; save failures per decision 8.
 #pragma once
 
@@ -64,7 +64,7 @@ struct JobRunnerOptions {
 ///   int64_t last = moka::JobRunner(job, cm).train(session);
 ///   moka::JobRunner(job, cm, {.resume_from_epoch = 2}).train(other_session);  // epochs 3..last
 /// @endcode
-/// Every checkpoint is committed (DESIGN.md §5): after the save task group ran, the node DBs are read
+/// Every checkpoint is committed (docs/architecture.md §6): after the save task group ran, the node DBs are read
 /// back and a manifest is written atomically in their directory (moka/job/checkpoint_manifest.h);
 /// resuming requires a committed epoch that verifies.
 /// Differences from Caffe2: a failed save (or commit) is an error unless tolerate_save_failures

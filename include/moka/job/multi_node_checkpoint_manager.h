@@ -1,4 +1,4 @@
-// MultiNodeCheckpointManager: one CheckpointManager per node, driven together (Caffe2 §13.6; decision 9).
+// MultiNodeCheckpointManager: one CheckpointManager per node, driven together (docs/jobs.md §4.3; decision 9).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace moka {
 ///
 /// Differences from Caffe2 (decision 9): every node has its own blob list (its own workspace's
 /// blobs, in a blob `<node>/blob_names`) — Caffe2 merged all nodes into one workspace and one list
-/// (quirk 13) — and path_prefix/path_type apply to every operation (quirk 14).
+/// and passed the last node to every manager — and path_prefix/path_type apply to every operation.
 /// @code
 ///   auto cm = std::make_shared<moka::MultiNodeCheckpointManager>("/ckpt", "minidb");
 ///   moka::JobRunner(job, cm).train(session);          // writes /ckpt/<node>.<epoch>

@@ -1,4 +1,4 @@
-// run_job: runs a JobDef (plain-data job) with Caffe2's JobRunner flow (§13.2) over node workspaces,
+// run_job: runs a JobDef (plain-data job) with Caffe2's JobRunner flow (docs/jobs.md §2) over node workspaces,
 // checkpointing every epoch with atomic commit, resume from the newest committed epoch, retention and
 // optional background save. This is what `moka job run` executes.
 #pragma once

@@ -1,5 +1,5 @@
 // UploadTaskGroupBuilder: builds the TaskGroup JobRunner runs after the last epoch, e.g. to copy the
-// final checkpoint elsewhere (Caffe2 §13.6).
+// final checkpoint elsewhere (docs/jobs.md §4.4).
 #pragma once
 
 #include <cstdint>

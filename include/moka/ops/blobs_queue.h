@@ -1,5 +1,5 @@
 // BlobsQueue: the bounded, closable FIFO of records (num_blobs blobs each) that the queue operators share
-// through a blob (Caffe2's BlobsQueue, §17.2). Records move in and out by swapping blobs, never by copying.
+// through a blob (Caffe2's BlobsQueue; docs/queues.md §1). Records move in and out by swapping blobs, never by copying.
 #pragma once
 
 #include <atomic>

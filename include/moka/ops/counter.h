@@ -1,4 +1,4 @@
-// Counter: the atomic int64 counter that CreateCounter puts in a blob (Caffe2's Counter<int64_t>, §18).
+// Counter: the atomic int64 counter CreateCounter puts in a blob (Caffe2's Counter<int64_t>; docs/operators.md §2).
 #pragma once
 
 #include <atomic>

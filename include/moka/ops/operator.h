@@ -15,7 +15,7 @@ namespace moka {
 
 /// @brief Base class of every operator.
 ///
-/// Construction binds blobs as Caffe2 does (§1.2): each input must already exist in the
+/// Construction binds blobs as Caffe2 does (docs/plan-execution.md §1.2): each input must already exist in the
 /// workspace chain (InvalidInput otherwise), each output is create_blob()'ed — so an output
 /// that exists in a parent workspace is written in place there. Running is a virtual call;
 /// no name lookups happen after construction.

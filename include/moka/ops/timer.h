@@ -1,4 +1,4 @@
-// Timer: the stopwatch that TimerBegin puts in a blob (Caffe2's TimerInstance, §19), owned by the blob.
+// Timer: the stopwatch TimerBegin puts in a blob, which owns it (Caffe2's TimerInstance; docs/operators.md §3).
 #pragma once
 
 #include <time.h>

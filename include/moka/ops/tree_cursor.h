@@ -1,5 +1,5 @@
 // DatasetTree (the nesting of a dataset's fields, parsed from their names; Caffe2's TreeIterator) and
-// TreeCursor (a tree plus a read position, held by the blob CreateTreeCursor writes; §15).
+// TreeCursor (a tree plus a read position, held by the blob CreateTreeCursor writes; docs/operators.md §4).
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// LocalSession: runs Tasks, TaskGroups, steps, plans and nets in this process — every node its own workspace (§10, decision 1).
+// LocalSession: runs Tasks, TaskGroups, steps, plans and nets in this process, a workspace per node (decision 1).
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Session: what every session (LocalSession now, MpiSession later) offers — run runnables, close (Caffe2 §10.1).
+// Session: what every session (LocalSession now, MpiSession later) offers: run runnables, close (docs/sessions.md §8).
 #pragma once
 
 #include "moka/build/plan.h"

@@ -1,4 +1,4 @@
-// Conformance: net_builder_test.py test_if_net and test_while_net (caffe2-tests.md §2.7, §2.8) written with
+// Conformance: net_builder_test.py test_if_net and test_while_net (docs/testing.md §1) written with
 // the DSL exactly as the Python tests are, run through Plan + to_execution_step(nb) + run_plan.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using ops::Const;
 
 int64_t fetch(const Workspace& ws, const BlobRef& b) { return ws.blob(b.name()).get<Tensor>().item<int64_t>(); }
 
-// Ports TestNetBuilder.test_if_net (caffe2-tests.md §2.7).
+// Ports TestNetBuilder.test_if_net.
 TEST(Caffe2NetBuilder, test_if_net) {
   BlobRef first_res, second_res, y0, y1, y2, local_blob;
   NetBuilder nb([&] {
@@ -75,7 +75,7 @@ TEST(Caffe2NetBuilder, test_if_net) {
   EXPECT_EQ(std::count(blobs.begin(), blobs.end(), local_blob.name()), 0) << local_blob.name();
 }
 
-// Ports TestNetBuilder.test_while_net (caffe2-tests.md §2.8).
+// Ports TestNetBuilder.test_while_net.
 TEST(Caffe2NetBuilder, test_while_net) {
   BlobRef x, y;
   NetBuilder nb([&] {

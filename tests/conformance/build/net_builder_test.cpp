@@ -1,5 +1,5 @@
-// Conformance: ports of caffe2/python/net_builder_test.py (caffe2-tests.md §2) that need only a
-// NetBuilder and the plan executor: test_ops (§2.1) exactly, and test_loops (§2.3) without the
+// Conformance: ports of caffe2/python/net_builder_test.py (docs/testing.md §1) that need only a
+// NetBuilder and the plan executor: test_ops exactly, and test_loops without the
 // Task/LocalSession wrapper.
 #include <gtest/gtest.h>
 
@@ -54,7 +54,7 @@ BlobRef test_if(const BlobRef& x) {
   return y;
 }
 
-// Ports TestNetBuilder.test_ops (caffe2-tests.md §2.1): loop, stop guards and If in one
+// Ports TestNetBuilder.test_ops: loop, stop guards and If in one
 // builder, run as a plan on a fresh workspace.
 TEST(Caffe2NetBuilder, test_ops) {
   BlobRef y, z, w, a, b, p, q;
@@ -77,7 +77,7 @@ TEST(Caffe2NetBuilder, test_ops) {
   EXPECT_EQ(fetch(ws, q).item<int64_t>(), 3);
 }
 
-// Ports TestNetBuilder.test_loops (caffe2-tests.md §2.3). Caffe2 builds this inside a Task and
+// Ports TestNetBuilder.test_loops. Caffe2 builds this inside a Task and
 // fetches final_output()s through a LocalSession; Task and LocalSession are not part of this
 // slice, so the same body is built in a NetBuilder and run with run_plan, and the blobs are
 // read from the workspace. The loop/If/Elif/Else structure is the test's.

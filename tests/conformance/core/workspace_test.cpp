@@ -1,4 +1,4 @@
-// Conformance ports of caffe2/core/workspace_test.cc (spec/caffe2-tests.md §8). §8.2 RunEmptyPlan needs the
+// Conformance ports of caffe2/core/workspace_test.cc (docs/testing.md §1). RunEmptyPlan needs the
 // plan executor and lives with the exec conformance tests.
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@ namespace {
 
 struct WorkspaceTestFoo {};
 
-// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, BlobAccess)  (§8.1)
+// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, BlobAccess)
 TEST(WorkspaceConformance, BlobAccess) {
   Workspace ws;
   EXPECT_FALSE(ws.has_blob("nonexisting"));
@@ -49,7 +49,7 @@ TEST(WorkspaceConformance, BlobAccess) {
   EXPECT_FALSE(ws.has_blob("newblob"));
 }
 
-// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, Sharing)  (§8.3)
+// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, Sharing)
 TEST(WorkspaceConformance, Sharing) {
   Workspace parent;
   EXPECT_FALSE(parent.has_blob("a"));
@@ -81,7 +81,7 @@ TEST(WorkspaceConformance, Sharing) {
   }
 }
 
-// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, BlobMapping)  (§8.4)
+// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, BlobMapping)
 TEST(WorkspaceConformance, BlobMapping) {
   Workspace parent;
   EXPECT_FALSE(parent.has_blob("a"));
@@ -102,7 +102,7 @@ TEST(WorkspaceConformance, BlobMapping) {
   }
 }
 
-// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, ForEach)  (§8.5)
+// Ports caffe2/core/workspace_test.cc: TEST(WorkspaceTest, ForEach)
 TEST(WorkspaceConformance, ForEach) {
   auto all = [] {
     std::vector<Workspace*> v;

@@ -1,4 +1,4 @@
-// Conformance: ports of net_builder_test.py test_if_net and test_while_net (caffe2-tests.md §2.7, §2.8), written
+// Conformance: ports of net_builder_test.py test_if_net and test_while_net (docs/testing.md §1), written
 // as NetDefs built with control_ops_util's add_if_op / add_while_op / merge_nets (If/While + Do + CreateScope), the
 // way net_builder's _RunIfNet/_RunWhileNet call them, run as plans. (The DSL version is conformance/build.)
 #include <gtest/gtest.h>
@@ -68,7 +68,7 @@ PlanDef plan_of(const std::string& name, std::vector<NetDef> nets) {
   return plan;
 }
 
-// Ports net_builder_test.py TestNetBuilder.test_if_net (caffe2-tests.md §2.7). Each `with ops.IfNet(...)`
+// Ports net_builder_test.py TestNetBuilder.test_if_net. Each `with ops.IfNet(...)`
 // / `ops.Else()` is built the way net_builder's _RunIfNet/_RunElseNet call add_if_op, with the lexical
 // scope it would see; Const blobs get readable names instead of `<net>/GivenTensorInt64Fill:0`.
 TEST(ControlOpsConformance, IfNet) {
@@ -138,7 +138,7 @@ TEST(ControlOpsConformance, IfNet) {
     EXPECT_FALSE(ws.has_blob(inner)) << inner;
 }
 
-// Ports net_builder_test.py TestNetBuilder.test_while_net (caffe2-tests.md §2.8), built as _RunWhileNet and
+// Ports net_builder_test.py TestNetBuilder.test_while_net, built as _RunWhileNet and
 // _RunWhileCondition call add_while_op.
 TEST(ControlOpsConformance, WhileNet) {
   // x = Const(0); y = Const(0)

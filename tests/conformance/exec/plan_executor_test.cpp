@@ -1,4 +1,4 @@
-// Conformance: ports of caffe2/core/plan_executor_test.cc (caffe2-tests.md §7), adapted to moka's decision 7.
+// Conformance: ports of caffe2/core/plan_executor_test.cc (docs/testing.md §1), adapted to moka's decision 7.
 #include <gtest/gtest.h>
 
 #include "support/test_ops_impl.h"

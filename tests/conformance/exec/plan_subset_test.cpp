@@ -1,5 +1,6 @@
-// Conformance: plan-related ports of workspace_test.cc §8.2, workspace_test.py §9 and hypothesis_test.py §10.3–§10.6
-// (caffe2-tests.md). Hypothesis' random draws become fixed grids covering the same ranges and edges.
+// Conformance: plan-related ports of workspace_test.cc (RunEmptyPlan), workspace_test.py and hypothesis_test.py
+// (their plan tests; docs/testing.md §1). Hypothesis' random draws become fixed grids covering the same ranges and
+// edges.
 #include <gtest/gtest.h>
 
 #include <cmath>

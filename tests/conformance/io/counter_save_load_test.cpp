@@ -1,5 +1,5 @@
 // Conformance: the serialization half of caffe2/python/operator_test/counter_ops_test.py test_counter_ops
-// (caffe2-tests.md §11.1): Save to minidb, CountDown x10, Load. The counter half is ported in
+// (docs/testing.md §1): Save to minidb, CountDown x10, Load. The counter half is ported in
 // tests/conformance/ops/counter_ops_test.cpp.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@ namespace {
 
 int64_t fetch_int(Workspace& ws, const std::string& name) { return ws.blob(name).get<Tensor>().item<int64_t>(); }
 
-// Ports the serialization part of CounterOpsTest.test_counter_ops (§11.1), each operator run once.
+// Ports the serialization part of CounterOpsTest.test_counter_ops, each operator run once.
 TEST(Caffe2CounterOps, test_counter_ops_serialization) {
   Workspace ws;
   auto run = [&](std::string type, std::vector<std::string> in, std::vector<std::string> out,

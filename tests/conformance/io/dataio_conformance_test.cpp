@@ -1,4 +1,4 @@
-// Conformance: ports of dataio_test.py (caffe2-tests.md §5.1–§5.11): composite readers, runtime
+// Conformance: ports of dataio_test.py (docs/testing.md §1): composite readers, runtime
 // threads with task/instance setup in a processor, and every limit-reader row.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Conformance: ports of dataio_test.py TestDBFileReader (caffe2-tests.md §5.12–§5.13): CachedReader builds
+// Conformance: ports of dataio_test.py TestDBFileReader (docs/testing.md §1): CachedReader builds
 // a LevelDB cache once and serves later reads from it; DBFileReader reads such a file directly.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -79,7 +79,7 @@ class TempPath {
 // TestDBFileReader._delete_path.
 void delete_path(const std::string& path) { std::filesystem::remove_all(path); }
 
-// Ports TestDBFileReader.test_cached_reader (§5.12).
+// Ports TestDBFileReader.test_cached_reader.
 TEST(Caffe2DBFileReader, test_cached_reader) {
   LocalSession session;
   TempPath tmp;
@@ -107,7 +107,7 @@ TEST(Caffe2DBFileReader, test_cached_reader) {
   delete_path(db_path);
 }
 
-// Ports TestDBFileReader.test_db_file_reader (§5.13).
+// Ports TestDBFileReader.test_db_file_reader.
 TEST(Caffe2DBFileReader, test_db_file_reader) {
   LocalSession session;
   TempPath tmp;

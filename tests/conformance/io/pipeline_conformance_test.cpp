@@ -1,5 +1,5 @@
 // Conformance: ports of session_test.py test_local_session, pipeline_test.py test_dequeue_many
-// (caffe2-tests.md §3.1, §6.1) and the seed's build_pipeline/build_job pipeline run as epochs.
+// (docs/testing.md §1) and the seed's build_pipeline/build_job pipeline run as epochs.
 #include <gtest/gtest.h>
 
 #include <numeric>

@@ -1,4 +1,4 @@
-// Conformance: ports of checkpoint_test.py (caffe2-tests.md §4.1–§4.6) and the seed's build_job run
+// Conformance: ports of checkpoint_test.py (docs/testing.md §1) and the seed's build_job run
 // as a checkpointed, resumed Job. moka's LocalSession gives every node its own workspace (decision
 // 1), so blobs are fetched from the node that holds them ("trainer_0", ...) instead of one `ws`.
 #include <gtest/gtest.h>
@@ -91,7 +91,7 @@ void run_with(const Builder& builder) {
   });
 }
 
-// §4.1 test_single_checkpoint: (a) CheckpointManager(tmpdir, 'temp_node', 'minidb') — its tasks
+// test_single_checkpoint: (a) CheckpointManager(tmpdir, 'temp_node', 'minidb') — its tasks
 // run on the job's one node, trainer_0 (moka: node workspaces are separate), files
 // tmpdir/temp_node.<epoch>; (b) MultiNodeCheckpointManager(tmpdir, 'minidb'), files tmpdir/trainer_0.<epoch>.
 TEST(Caffe2Checkpoint, test_single_checkpoint) {
@@ -115,7 +115,7 @@ TEST(Caffe2Checkpoint, test_single_checkpoint) {
   }
 }
 
-// §4.2 test_ckpt_name_and_load_model_from_ckpts.
+// test_ckpt_name_and_load_model_from_ckpts.
 TEST(Caffe2Checkpoint, test_ckpt_name_and_load_model_from_ckpts) {
   // Part 1: names.
   {
@@ -149,8 +149,7 @@ TEST(Caffe2Checkpoint, test_ckpt_name_and_load_model_from_ckpts) {
     // Caffe2's 17: 4 init-group blobs (val, the cursor, total, the init task's default output) +
     // blob_names + 2 timer blobs per save x 5 saves + the stop condition and the pipe task's default
     // output. moka's 9: the same, but the checkpoint timer and its result keep one pair of blobs per
-    // node and operation across saves instead of a new pair per save (docs/decisions.md, "A
-    // checkpoint's timer keeps its blobs"): 4 + 1 + 2 + 2.
+    // node and operation across saves instead of a new pair per save (decision 34): 4 + 1 + 2 + 2.
     const std::vector<std::string> blobs = session.workspace(fmt::format("trainer_{}", node_id)).blobs();
     EXPECT_EQ(blobs.size(), 9u) << ::testing::PrintToString(blobs);
   }
@@ -210,7 +209,7 @@ class UploadToLocalFile : public UploadTaskGroupBuilder {
   std::string dest_dir_;
 };
 
-// §4.3 test_upload_checkpoint.
+// test_upload_checkpoint.
 TEST(Caffe2Checkpoint, test_upload_checkpoint) {
   TempDir tmpdir;
   const fs::path upload_dir = tmpdir.fs_path() / "upload";
@@ -235,7 +234,7 @@ TEST(Caffe2Checkpoint, test_upload_checkpoint) {
   }
 }
 
-// §4.4 test_ckpt_save_failure. Caffe2 used "/tmp/path_does_not_exist/"; moka's JobRunner creates
+// test_ckpt_save_failure. Caffe2 used "/tmp/path_does_not_exist/"; moka's JobRunner creates
 // missing checkpoint directories, so the prefix is a path *under a regular file*, which nobody can create.
 // Decision 8: by default the first failed save (epoch 0) fails train(); with
 // tolerate_save_failures the job completes as in Caffe2 and every save (epochs 0..4) is counted.
@@ -273,7 +272,7 @@ TEST(Caffe2Checkpoint, test_ckpt_save_failure) {
   }
 }
 
-// §4.5 test_download_group_simple. ModelHelper's param_init_net and net are plain Nets here
+// test_download_group_simple. ModelHelper's param_init_net and net are plain Nets here
 // (ConstantFill's run_once=0 is an argument moka does not have; it changes nothing in this flow).
 TEST(Caffe2Checkpoint, test_download_group_simple) {
   Net param_init_net("test_model_init");
@@ -298,7 +297,7 @@ TEST(Caffe2Checkpoint, test_download_group_simple) {
   EXPECT_EQ(session.fetch("trainer:0", "download_result"), expected);
 }
 
-// §4.6 test_reuse_checkpoint_manager: one session, one manager, resumed from every epoch.
+// test_reuse_checkpoint_manager: one session, one manager, resumed from every epoch.
 TEST(Caffe2Checkpoint, test_reuse_checkpoint_manager) {
   TempDir tmpdir;
   LocalSession session;

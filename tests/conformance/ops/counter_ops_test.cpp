@@ -1,4 +1,4 @@
-// Conformance: port of caffe2/python/operator_test/counter_ops_test.py (caffe2-tests.md §11), without Save/Load.
+// Conformance: port of caffe2/python/operator_test/counter_ops_test.py (docs/testing.md §1), without Save/Load.
 #include <gtest/gtest.h>
 
 #include "moka/core/workspace.h"
@@ -11,7 +11,7 @@ namespace {
 bool fetch_bool(Workspace& ws, const std::string& name) { return ws.blob(name).get<Tensor>().item<bool>(); }
 int64_t fetch_int(Workspace& ws, const std::string& name) { return ws.blob(name).get<Tensor>().item<int64_t>(); }
 
-// Ports CounterOpsTest.test_counter_ops (§11.1). The serialization half (Save to minidb, 10x CountDown,
+// Ports CounterOpsTest.test_counter_ops. The serialization half (Save to minidb, 10x CountDown,
 // Load, RetrieveCount == 22) belongs to the io layer and is ported with Save/Load.
 TEST(Conformance, CounterOpsTestCounterOps) {
   Workspace ws;

@@ -1,4 +1,4 @@
-// Conformance: hypothesis_test.py §10.3, §10.5 and §10.6 (caffe2-tests.md) with the execution step emulated by
+// Conformance: hypothesis_test.py's step tests (docs/testing.md §1) with the execution step emulated by
 // plain loops and threads over operators; the plan-executor versions are ported with the exec layer.
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ std::unique_ptr<OperatorBase> make(Workspace& ws, std::string type, std::vector<
   return OperatorRegistry::global().create(make_op(std::move(type), std::move(in), std::move(out)), &ws);
 }
 
-// §10.3 test_should_stop_as_criteria_net_execution_step: [criteria: GE(iter, num_iters) -> stop, net: Iter],
+// test_should_stop_as_criteria_net_execution_step: [criteria: GE(iter, num_iters) -> stop, net: Iter],
 // should_stop_blob = stop, checked after every net.
 TEST(Conformance, HypothesisShouldStopAsCriteriaNetExecutionStep) {
   for (int64_t initial : {0, 1, 37, 100}) {
@@ -40,7 +40,7 @@ TEST(Conformance, HypothesisShouldStopAsCriteriaNetExecutionStep) {
   }
 }
 
-// §10.5 test_iter_count_with_execution_step: a step running an Iter net num_iters times.
+// test_iter_count_with_execution_step: a step running an Iter net num_iters times.
 TEST(Conformance, HypothesisIterCountWithExecutionStep) {
   for (int64_t initial : {0, 3, 100}) {
     for (int64_t num_iters : {0, 1, 100}) {
@@ -55,7 +55,7 @@ TEST(Conformance, HypothesisIterCountWithExecutionStep) {
   }
 }
 
-// §10.6 test_atomic_iter_with_concurrent_steps: num_nets concurrent substeps, each AtomicIter num_iters times.
+// test_atomic_iter_with_concurrent_steps: num_nets concurrent substeps, each AtomicIter num_iters times.
 // Adapted: the stat registry is process-wide and other tests publish stats too, so the key is looked up
 // rather than assumed to be the first exported one.
 TEST(Conformance, HypothesisAtomicIterWithConcurrentSteps) {

@@ -1,5 +1,5 @@
-// Conformance: hypothesis_test.py §10.1 test_safe_blobs_queue and §10.2 test_weighted_sample_blobs_queue
-// (caffe2-tests.md), built as plan definitions and run by the plan executor. The hypothesis ranges are
+// Conformance: hypothesis_test.py test_safe_blobs_queue and test_weighted_sample_blobs_queue
+// (docs/testing.md §1), built as plan definitions and run by the plan executor. The hypothesis ranges are
 // swept over their corners plus a fixed pseudo-random sample, so every run checks the same cases.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ namespace moka {
 namespace {
 
 struct Params {
-  int a, b, capacity, num_blobs;  // §10.1: a = producers, b = consumers; §10.2: a = queues, b = num_iter
+  int a, b, capacity, num_blobs;  // safe: a = producers, b = consumers; weighted: a = queues, b = num_iter
 };
 
 // Every corner of the ranges, then `extra` cases drawn with a fixed seed.

@@ -1,4 +1,4 @@
-// Conformance: ports of task_test.py (reprs) and the Task/LocalSession tests of net_builder_test.py (caffe2-tests.md §1, §2).
+// Conformance: ports of task_test.py (reprs) and net_builder_test.py's Task/LocalSession tests (docs/testing.md §1).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// Stress: N records through a 3-stage pipe with capacity-64 queues (issue 4 §5) — every record arrives
+// Stress: N records through a 3-stage pipe with capacity-64 queues (issue 4, part 5) — every record arrives
 // exactly once with 2 runtime threads per stage, and peak RSS stays within the queues' bound; the same
 // with the stages as fibers on one thread (Concurrency::fibers).
 //

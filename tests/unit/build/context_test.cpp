@@ -1,4 +1,4 @@
-// Unit tests of BlobRef and the context stacks (Caffe2 context.py semantics, §4).
+// Unit tests of BlobRef and the context stacks (Caffe2 context.py semantics; docs/building-plans.md §6).
 #include <gtest/gtest.h>
 
 #include <sstream>

@@ -1,5 +1,5 @@
 // Unit tests of moka::ExecutionStep, execution_step() and to_execution_step(): Caffe2's
-// assertions and messages (§2.2, §2.3), automatic names, net dicts and attributes.
+// assertions and messages (docs/building-plans.md §4, §4.1), automatic names, net dicts and attributes.
 #include <gtest/gtest.h>
 
 #include "moka/build/execution_step.h"

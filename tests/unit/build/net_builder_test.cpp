@@ -1,5 +1,5 @@
 // Unit tests of moka::NetBuilder: naming, the Net-name hook, children and the current net, the
-// stop blob, freezing, conversion to a step, and its error messages (§11.1).
+// stop blob, freezing, conversion to a step, and its error messages (docs/building-plans.md §9.1).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -242,7 +242,7 @@ TEST(NetBuilder, ListedAsAStepOrNet) {
 
 TEST(NetBuilder, TopLevelStopIfRepeatsTheBody) {
   // A stop_if at the top of a builder makes its whole step repeat until the condition holds
-  // (this is how a Task body with ops::stop_if behaves, §7.2).
+  // (this is how a Task body with ops::stop_if behaves, docs/tasks.md §3.2).
   Net init("NBRepeat.init");
   BlobRef count = init.Const(0, {.blob_out = "NBRepeat.count"});
   NetBuilder nb({.name = "NBRepeat"}, [&] {

@@ -1,4 +1,4 @@
-// Unit tests of moka::Net: Caffe2's net and blob naming (§1.4), Const, external inputs,
+// Unit tests of moka::Net: Caffe2's net and blob naming (docs/building-plans.md §3), Const, external inputs,
 // schema validation at build time, freezing and attributes.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // Unit tests of the control-op DSL blocks ops::IfNet / Else / WhileNet / Condition, the control-op mode of
-// NetBuilder (lexical scope, merging, refusals) and control_ops_util's functions on NetDefs (§11.4, §12).
+// NetBuilder (lexical scope, merging, refusals) and control_ops_util's functions on NetDefs
+// (docs/building-plans.md §10; docs/operators.md §5).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Unit tests of the moka::ops DSL: operators on the active builder, ops::net, stop/stop_if,
 // loop, stop_guard, If/Elif/Else, setup and report blocks, callables — the generated
-// definitions where they matter and the values that run_plan computes (§11.2, §11.3).
+// definitions where they matter and the values that run_plan computes (docs/building-plans.md §9.2).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -491,7 +491,7 @@ TEST(OpsDsl, CallRunsAFunctionEveryRun) {
 }
 
 TEST(OpsDsl, DocsExample) {
-  // The first example of docs/building-plans.md, "NetBuilder DSL".
+  // The first example of docs/building-plans.md §9.
   BlobRef total, large, small;
   NetBuilder nb({.name = "OpsDocs.sums"}, [&] {
     total = ops::Const(0);

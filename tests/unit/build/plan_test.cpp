@@ -1,6 +1,6 @@
 // Unit tests of moka::Plan (net collection order, dropped steps, freezing) and end-to-end runs of
-// builder-made plans in a Workspace, including the net-building parts of caffe2-tests.md §9 and
-// §10.3–§10.6 and net_builder_test's test_net_multi_use, rebuilt with the builders.
+// builder-made plans in a Workspace, including the net-building parts of workspace_test.py's plan
+// tests, hypothesis_test.py's step tests and net_builder_test's test_net_multi_use, rebuilt with the builders.
 #include <gtest/gtest.h>
 
 #include "moka/build/execution_step.h"
@@ -199,7 +199,7 @@ TEST(PlanRun, NetMultiUse) {
   EXPECT_EQ(i64(ws, total), 2);
 }
 
-// ---- caffe2-tests.md §9 (workspace_test.py) ----
+// ---- workspace_test.py's plan tests ----
 
 Net fill_net(const std::string& name, const BlobRef& blob, std::vector<int64_t> shape, double value) {
   Net net(name);
@@ -207,7 +207,7 @@ Net fill_net(const std::string& name, const BlobRef& blob, std::vector<int64_t> 
   return net;
 }
 
-// §9.1 testRunPlan.
+// testRunPlan.
 TEST(PlanConformanceBuilders, RunPlan) {
   Net net = fill_net("testnet", "testblob", {1, 2, 3, 4}, 1.0);
   Plan plan("test-plan");
@@ -218,7 +218,7 @@ TEST(PlanConformanceBuilders, RunPlan) {
   EXPECT_EQ(ws.blob("testblob").get<Tensor>().shape(), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
-// §9.2 testConstructPlanFromSteps: a bare step runs as a plan (Caffe2 wraps it in Plan(step)).
+// testConstructPlanFromSteps: a bare step runs as a plan (Caffe2 wraps it in Plan(step)).
 TEST(PlanConformanceBuilders, ConstructPlanFromSteps) {
   Net net = fill_net("testnet", "testblob", {1, 2, 3, 4}, 1.0);
   Workspace ws;
@@ -226,7 +226,7 @@ TEST(PlanConformanceBuilders, ConstructPlanFromSteps) {
   EXPECT_TRUE(ws.has_blob("testblob"));
 }
 
-// §9.3 test_plan_run: arbitrary names; the net stays registered in the workspace.
+// test_plan_run: arbitrary names; the net stays registered in the workspace.
 TEST(PlanConformanceBuilders, PlanRunKeepsNetAndBlob) {
   const std::vector<std::tuple<std::string, std::string, std::string, double>> cases = {
       {"p", "blob", "net", 0.5}, {"", "b l o b", "n/e/t:1", -1.0}, {"x", "\xe2\x98\x83", "\"quoted\"", 1e-4}};
@@ -242,13 +242,13 @@ TEST(PlanConformanceBuilders, PlanRunKeepsNetAndBlob) {
   }
 }
 
-// ---- caffe2-tests.md §10.3–§10.6 (hypothesis_test.py), fixed grids ----
+// ---- hypothesis_test.py's step tests, fixed grids ----
 
 void set_iter_blob(Workspace& ws, const std::string& name, int64_t v) {
   ws.create_blob(name)->get_mutable<Tensor>() = Tensor::from_vector<int64_t>({1}, {v});
 }
 
-// §10.3 test_should_stop_as_criteria_net_execution_step.
+// test_should_stop_as_criteria_net_execution_step.
 TEST(PlanConformanceBuilders, ShouldStopAsCriteriaNet) {
   for (int64_t initial : {0, 7, 100}) {
     for (int64_t max_iters : {0, 7, 100}) {
@@ -269,7 +269,7 @@ TEST(PlanConformanceBuilders, ShouldStopAsCriteriaNet) {
   }
 }
 
-// §10.4 test_disabled_execution_step: the stop blob is checked after every net.
+// test_disabled_execution_step: the stop blob is checked after every net.
 TEST(PlanConformanceBuilders, DisabledExecutionStep) {
   std::vector<ExecutionStep> steps;
   for (int i = 1; i <= 3; ++i) {
@@ -297,7 +297,7 @@ TEST(PlanConformanceBuilders, DisabledExecutionStep) {
   EXPECT_EQ(ws.blob("output_3").get<Tensor>().item<float>(), 1.0f);
 }
 
-// §10.5 test_iter_count_with_execution_step.
+// test_iter_count_with_execution_step.
 TEST(PlanConformanceBuilders, IterCountWithExecutionStep) {
   for (int64_t initial : {0, 100}) {
     for (int64_t num_iters : {0, 1, 42}) {
@@ -313,7 +313,7 @@ TEST(PlanConformanceBuilders, IterCountWithExecutionStep) {
   }
 }
 
-// §10.6 test_atomic_iter_with_concurrent_steps (num_nets = 0: the step has no substeps and the
+// test_atomic_iter_with_concurrent_steps (num_nets = 0: the step has no substeps and the
 // plan drops it).
 TEST(PlanConformanceBuilders, AtomicIterWithConcurrentSteps) {
   for (int64_t num_iters : {0, 1, 25}) {

@@ -1,4 +1,4 @@
-// Unit tests of Save / Load / DBExists (Caffe2 §20) and save_blobs / load_blobs: every argument, every
+// Unit tests of Save / Load / DBExists (docs/save-load.md) and save_blobs / load_blobs: every argument, every
 // Caffe2 message, every dtype, counters and cursors, chunking, several dbs, each backend, and bad files.
 #include "moka/io/save_load.h"
 

@@ -168,7 +168,7 @@ TEST(Rerun, WorkspaceTypeIsFixedOnceTheTaskIsUsed) {
 }
 
 // A new Task per session wraps them (setup blocks in their nets go to the first session's Task;
-// docs/sessions.md, "Runnables in several sessions").
+// docs/sessions.md §2.1).
 TEST(Rerun, StepsPlansAndNetsRunInEveryFreshSession) {
   NetBuilder nb({.name = "stepped"}, [&] { ops::Add({ops::Const(10), BlobRef("seed")}, {"sum"}); });
   ExecutionStep step = to_execution_step(nb);
