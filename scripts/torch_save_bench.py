@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch.save/torch.load throughput on the tensors of bench/save_load_bench.cpp (issue 5 §5), for comparison.
+"""torch.save/torch.load throughput on the tensors of bench/save_load_bench.cpp (issue 5, part 5), for comparison.
 
 1 GiB of float32 as 10 and as 10,000 tensors (a dict name -> tensor), saved with torch.save and loaded with
 torch.load, beside plain write+fsync+rename / read() of the same bytes in the same run. torch.save does not
