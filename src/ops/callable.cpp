@@ -22,7 +22,7 @@ namespace {
 struct CancelWait {
   std::mutex mu;
   std::condition_variable cv;
-  bool cancelled = false;
+  std::atomic<bool> cancelled{false};  // written under mu; read without it only to skip the lock
 };
 thread_local CancelWait* running_wait = nullptr;
 
@@ -41,8 +41,9 @@ class CallableOp final : public OperatorBase {
       explicit Current(CancelWait& w) : wait(w), outer(running_wait) { running_wait = &w; }
       ~Current() {
         running_wait = outer;
+        if (!wait.cancelled.load(std::memory_order_relaxed)) return;  // the common case: no lock per run
         std::lock_guard lk(wait.mu);
-        wait.cancelled = false;
+        wait.cancelled.store(false, std::memory_order_relaxed);
       }
     } current(wait_);
     fn_(input_blobs(), output_blobs());
@@ -50,7 +51,7 @@ class CallableOp final : public OperatorBase {
   }
   void cancel() override {
     std::lock_guard lk(wait_.mu);
-    wait_.cancelled = true;
+    wait_.cancelled.store(true, std::memory_order_relaxed);
     wait_.cv.notify_all();
   }
 
@@ -124,10 +125,10 @@ bool callable_sleep_for(std::chrono::nanoseconds duration) {
   std::unique_lock lk(w->mu);
   while (duration > std::chrono::nanoseconds::zero()) {
     const auto slice = std::min(duration, kSlice);
-    if (w->cv.wait_for(lk, slice, [w] { return w->cancelled; })) return false;
+    if (w->cv.wait_for(lk, slice, [w] { return w->cancelled.load(std::memory_order_relaxed); })) return false;
     duration -= slice;
   }
-  return !w->cancelled;
+  return !w->cancelled.load(std::memory_order_relaxed);
 }
 
 }  // namespace moka
