@@ -85,25 +85,24 @@ void BM_Tbb(benchmark::State& state) {
           int64_t next = 0;
           tbb::parallel_pipeline(
               kCapacity,
-              tbb::make_filter<void, std::vector<float>>(
-                  tbb::filter_mode::serial_in_order,
-                  [&](tbb::flow_control& fc) -> std::vector<float> {
-                    if (next >= rows) {
-                      fc.stop();
-                      return {};
-                    }
-                    const int64_t end = std::min(rows, next + batch);
-                    std::vector<float> b(src.begin() + next, src.begin() + end);
-                    next = end;
-                    return b;
-                  }) &
-                  tbb::make_filter<std::vector<float>, std::vector<float>>(
-                      tbb::filter_mode::parallel,
-                      [](const std::vector<float>& in) {
-                        std::vector<float> out(in.size());
-                        for (std::size_t i = 0; i < in.size(); ++i) out[i] = in[i] + kAddend;
-                        return out;
-                      }) &
+              tbb::make_filter<void, std::vector<float>>(tbb::filter_mode::serial_in_order,
+                                                         [&](tbb::flow_control& fc) -> std::vector<float> {
+                                                           if (next >= rows) {
+                                                             fc.stop();
+                                                             return {};
+                                                           }
+                                                           const int64_t end = std::min(rows, next + batch);
+                                                           std::vector<float> b(src.begin() + next, src.begin() + end);
+                                                           next = end;
+                                                           return b;
+                                                         }) &
+                  tbb::make_filter<std::vector<float>, std::vector<float>>(tbb::filter_mode::parallel,
+                                                                           [](const std::vector<float>& in) {
+                                                                             std::vector<float> out(in.size());
+                                                                             for (std::size_t i = 0; i < in.size(); ++i)
+                                                                               out[i] = in[i] + kAddend;
+                                                                             return out;
+                                                                           }) &
                   tbb::make_filter<std::vector<float>, void>(
                       tbb::filter_mode::serial_in_order,
                       [&](const std::vector<float>& b) { dst.insert(dst.end(), b.begin(), b.end()); }));
@@ -137,14 +136,17 @@ void run_moka(benchmark::State& state, const char* impl, moka::Concurrency concu
   session.run(init);
 
   moka::TaskGroup tg([&] {
-    moka::ReaderSource q = moka::pipe(src.reader({.batch_size = batch}),
-                                      {.processor = moka::Processor([&](const Field& rec) {
-                                         Field out = moka::schema::NewRecord(rec);
-                                         moka::ops::Add({rec["val"](), addend}, {out["val"]()}, {{"broadcast", true}});
-                                         return out;
-                                       }, "add"),
-                                       .capacity = kCapacity,
-                                       .num_runtime_threads = threads});
+    moka::ReaderSource q =
+        moka::pipe(src.reader({.batch_size = batch}),
+                   {.processor = moka::Processor(
+                        [&](const Field& rec) {
+                          Field out = moka::schema::NewRecord(rec);
+                          moka::ops::Add({rec["val"](), addend}, {out["val"]()}, {{"broadcast", true}});
+                          return out;
+                        },
+                        "add"),
+                    .capacity = kCapacity,
+                    .num_runtime_threads = threads});
     moka::pipe(q, {.output = dst.writer(), .num_runtime_threads = threads});
   });
   session.run(reset);

@@ -68,8 +68,8 @@ void BM_ShouldStopLoop(benchmark::State& state) {
   NetDef init;
   init.name = "init";
   auto fill = [](const std::string& out, int64_t v) {
-    return make_op("ConstantFill", {}, {out}, {make_arg("shape", std::vector<int64_t>{}), make_arg("value", v),
-                                               make_arg("dtype", int64_t{10})});
+    return make_op("ConstantFill", {}, {out},
+                   {make_arg("shape", std::vector<int64_t>{}), make_arg("value", v), make_arg("dtype", int64_t{10})});
   };
   init.op = {fill("i", 0), fill("one", 1), fill("limit", kLoopIters)};
   NetDef body;
@@ -92,7 +92,8 @@ BENCHMARK(BM_ShouldStopLoop)->Unit(benchmark::kMillisecond);
 // Peer: the same counting loop written in C++ on tensors.
 void BM_PlainShouldStopLoop(benchmark::State& state) {
   for (auto _ : state) {
-    Tensor i = Tensor::scalar<int64_t>(0), one = Tensor::scalar<int64_t>(1), limit = Tensor::scalar<int64_t>(kLoopIters);
+    Tensor i = Tensor::scalar<int64_t>(0), one = Tensor::scalar<int64_t>(1),
+           limit = Tensor::scalar<int64_t>(kLoopIters);
     Tensor stop = Tensor::scalar<bool>(false);
     while (!stop.data<bool>()[0]) {
       i.mutable_data<int64_t>()[0] = i.data<int64_t>()[0] + one.data<int64_t>()[0];
@@ -145,7 +146,9 @@ void BM_ThreadPerSubstep(benchmark::State& state) {
       std::vector<std::thread> threads;
       threads.reserve(static_cast<std::size_t>(k));
       for (int i = 0; i < k; ++i)
-        threads.emplace_back([&, i] { c[static_cast<std::size_t>(i)].mutable_data<int64_t>()[0] = a.data<int64_t>()[0] + b.data<int64_t>()[0]; });
+        threads.emplace_back([&, i] {
+          c[static_cast<std::size_t>(i)].mutable_data<int64_t>()[0] = a.data<int64_t>()[0] + b.data<int64_t>()[0];
+        });
       for (auto& t : threads) t.join();
     }
   }

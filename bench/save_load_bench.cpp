@@ -29,10 +29,10 @@
 // and each repetition after the first measures loads into warm heap memory; the first repetition
 // (the minimum of each range) is the cold one. --malloc-trim keeps glibc's default instead.
 #include <fcntl.h>
-#include <malloc.h>
-#include <sys/mman.h>
-#include <stdlib.h>
 #include <fmt/format.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,11 +53,11 @@
 #include <string_view>
 #include <vector>
 
-#include "moka/moka.h"
 #include "moka/io/blob_serializer.h"
 #include "moka/io/db.h"
 #include "moka/io/db_streams.h"
 #include "moka/io/save_load.h"
+#include "moka/moka.h"
 
 namespace {
 
@@ -72,7 +72,7 @@ struct Config {
   bool direct = false;
   std::size_t load_threads = 0;  // LoadSpec::load_threads (0: automatic)
   bool malloc_trim = false;      // glibc's default heap trimming (see the top of the file)
-  std::string dir = "/tmp";  // the parent of the scratch directory the run makes (and removes)
+  std::string dir = "/tmp";      // the parent of the scratch directory the run makes (and removes)
 };
 
 std::vector<std::string> split(std::string_view s) {
@@ -95,9 +95,7 @@ Config parse(int argc, char** argv) {
   if (const char* e = std::getenv("MOKA_BENCH_DIR")) c.dir = e;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    auto value = [&](std::string_view flag) -> std::string_view {
-      return a.substr(flag.size());
-    };
+    auto value = [&](std::string_view flag) -> std::string_view { return a.substr(flag.size()); };
     if (a.starts_with("--bytes=")) {
       c.bytes = std::stoull(std::string(value("--bytes=")));
     } else if (a.starts_with("--blobs=")) {
@@ -118,7 +116,8 @@ Config parse(int argc, char** argv) {
     } else if (a.starts_with("--dir=")) {
       c.dir = value("--dir=");
     } else {
-      throw std::invalid_argument(fmt::format("unknown argument {} (see the comment at the top of save_load_bench.cpp)", a));
+      throw std::invalid_argument(
+          fmt::format("unknown argument {} (see the comment at the top of save_load_bench.cpp)", a));
     }
   }
   if (c.reps < 1 || c.bytes < 1024 || c.blob_counts.empty()) throw std::invalid_argument("bad --reps/--bytes/--blobs");
@@ -350,8 +349,8 @@ int main(int argc, char** argv) try {
   // Setting the trim threshold also freezes glibc's mmap threshold, which a running process
   // raises up to 32 MiB as it frees large blocks: freeze it there, or every buffer of 128 KiB or
   // more (the DB writers' among them) would be a fresh mapping faulted in on each use.
-  if (!cfg.malloc_trim && (::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) != 1 ||
-                           ::mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1))
+  if (!cfg.malloc_trim &&
+      (::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) != 1 || ::mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1))
     throw std::runtime_error("mallopt(M_TRIM_THRESHOLD / M_MMAP_THRESHOLD) failed");
   // Work in a fresh directory of our own under --dir and remove only that: --dir=/tmp must not
   // empty /tmp.
@@ -362,11 +361,12 @@ int main(int argc, char** argv) try {
   cfg.dir = scratch;
   if (cfg.cold) drop_page_cache();  // fail early without root
   const double mib = static_cast<double>(cfg.bytes) / (1 << 20);
-  fmt::print("save_load_bench: {:.0f} MiB of float tensors, {} repetitions, {} page cache, {}, load_threads {}, "
-             "heap trimming {}, dir {}\n",
-             mib, cfg.reps, cfg.cold ? "cold (dropped before each load)" : "warm",
-             cfg.direct ? "serialize_blob + Transaction / Cursor + BlobAssembler" : "save_blobs / load_blobs",
-             cfg.load_threads, cfg.malloc_trim ? "glibc default" : "off", cfg.dir);
+  fmt::print(
+      "save_load_bench: {:.0f} MiB of float tensors, {} repetitions, {} page cache, {}, load_threads {}, "
+      "heap trimming {}, dir {}\n",
+      mib, cfg.reps, cfg.cold ? "cold (dropped before each load)" : "warm",
+      cfg.direct ? "serialize_blob + Transaction / Cursor + BlobAssembler" : "save_blobs / load_blobs",
+      cfg.load_threads, cfg.malloc_trim ? "glibc default" : "off", cfg.dir);
   fmt::print("rates in MiB/s of tensor payload, median (min–max); ratio = moka / plain of the same repetition\n\n");
   fmt::print(
       "| blobs | backend | save | plain write+fsync+rename | save ratio | load | plain read() | load ratio | "

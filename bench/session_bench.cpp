@@ -82,7 +82,8 @@ void BM_HandWrittenPlan(benchmark::State& state) {
   check.name = "check";
   check.op = {make_op("GE", {"iter", "n"}, {"ge"}),
               make_op("ConstantFill", {}, {"stop"},
-                      {make_arg("shape", std::vector<int64_t>{}), make_arg("value", int64_t{0}), make_arg("dtype", int64_t{5})}),
+                      {make_arg("shape", std::vector<int64_t>{}), make_arg("value", int64_t{0}),
+                       make_arg("dtype", int64_t{5})}),
               make_op("Or", {"stop", "ge"}, {"stop"})};
   NetDef body;
   body.name = "body";

@@ -19,9 +19,13 @@ int main() {
       moka::BlobRef outer = ops::Mul({loop.iter(), ops::Const(10)});
       ops::loop(loop.iter(), [&](ops::Loop& inner) {
         moka::BlobRef val = ops::Add({outer, inner.iter()});
-        ops::If(ops::GE({val, ops::Const(80)}), [&] { ops::Add({total_large, val}, {total_large}); })
-            .Elif(ops::GE({val, ops::Const(50)}), [&] { ops::Add({total_small, val}, {total_small}); })
-            .Else([&] { ops::Add({total_tiny, val}, {total_tiny}); });
+        ops::If(ops::GE({val, ops::Const(80)}), [&] {
+          ops::Add({total_large, val}, {total_large});
+        }).Elif(ops::GE({val, ops::Const(50)}), [&] {
+            ops::Add({total_small, val}, {total_small});
+          }).Else([&] {
+          ops::Add({total_tiny, val}, {total_tiny});
+        });
         ops::Add({total, val}, {total});
       });
     });

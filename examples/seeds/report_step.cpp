@@ -28,9 +28,8 @@ int main() {
     for (int i = 0; i < kTasks; ++i) {
       moka::Task({.name = "worker" + std::to_string(i)}, [&] {
         // ~20 ms of work: 10 iterations of a 2 ms sleep.
-        ops::loop(10, [&] {
-          ops::call([](Blobs, Blobs) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
-        });
+        ops::loop(10,
+                  [&] { ops::call([](Blobs, Blobs) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }); });
         ops::call([&](Blobs, Blobs) { tasks_done++; });  // the task's last op
       });
     }

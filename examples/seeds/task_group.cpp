@@ -21,8 +21,8 @@ const char* bool_str(bool b) { return b ? "true" : "false"; }
 }  // namespace
 
 int main() {
-  moka::Net s1 = make_step("s1", 1), s2 = make_step("s2", 2), s3 = make_step("s3", 3),
-            s4 = make_step("s4", 4), s5 = make_step("s5", 5);
+  moka::Net s1 = make_step("s1", 1), s2 = make_step("s2", 2), s3 = make_step("s3", 3), s4 = make_step("s4", 4),
+            s5 = make_step("s5", 5);
 
   // GLOBAL: tasks write into their node's workspace itself (the default, PRIVATE, would give
   // each task a child workspace that is dropped after the run).

@@ -21,8 +21,8 @@ const BlobRef& BlobRefs::single() const {
   if (size() != 1) {
     std::string names;
     for (const auto& b : *this) names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", b.name());
-    throw InvalidInput(fmt::format("expected exactly one output blob, got {} ([{}]); use the list of outputs",
-                                   size(), names));
+    throw InvalidInput(
+        fmt::format("expected exactly one output blob, got {} ([{}]); use the list of outputs", size(), names));
   }
   return front();
 }

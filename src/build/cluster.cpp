@@ -26,7 +26,8 @@ std::string Cluster::repr() const {
   std::string nodes;
   for (const auto& n : nodes_) nodes += fmt::format("{}'{}'", nodes.empty() ? "" : ", ", n);
   std::string kwargs;
-  for (const auto& [n, kw] : node_kwargs_) kwargs += fmt::format("{}'{}': {}", kwargs.empty() ? "" : ", ", n, repr_kwargs(kw));
+  for (const auto& [n, kw] : node_kwargs_)
+    kwargs += fmt::format("{}'{}': {}", kwargs.empty() ? "" : ", ", n, repr_kwargs(kw));
   return fmt::format("Cluster(nodes=[{}], node_kwargs={{{}}})", nodes, kwargs);
 }
 

@@ -33,8 +33,8 @@ void throw_no_active_context(const std::type_info& type) {
 }
 
 void throw_context_mismatch(const std::type_info& type) {
-  throw InvalidInput(fmt::format("Context {}: the object being exited is not the innermost active one.",
-                                 context_type_name(type)));
+  throw InvalidInput(
+      fmt::format("Context {}: the object being exited is not the innermost active one.", context_type_name(type)));
 }
 
 namespace {

@@ -118,8 +118,8 @@ ControlOps while_ops(const std::string& cond_blob, const BlobNameSet& lexical_sc
                                      cond_blob, cond_body->name));
     cond.outputs.insert(cond_blob);
     cond_ws = scoped_name("workspace_loop_cond");
-    args.push_back(make_arg("cond_net", do_net("do_loop_condition_net", *cond_body, cond.inputs, cond.outputs,
-                                               cond_ws, false)));
+    args.push_back(
+        make_arg("cond_net", do_net("do_loop_condition_net", *cond_body, cond.inputs, cond.outputs, cond_ws, false)));
     for (const auto& b : cond.inputs)
       if (!loop.inputs.count(b)) while_inputs.push_back(b);
     while_inputs.push_back(cond_ws);
@@ -218,8 +218,8 @@ void add_if_op(Net& if_net, const BlobRef& cond_blob, const BlobNameSet& lexical
                            [&](const std::string& suffix) { return if_net.next_name(suffix).name(); }));
 }
 
-void add_if_op(NetDef& if_net, const std::string& cond_blob, const BlobNameSet& lexical_scope,
-               const NetDef& then_net, const std::optional<NetDef>& else_net) {
+void add_if_op(NetDef& if_net, const std::string& cond_blob, const BlobNameSet& lexical_scope, const NetDef& then_net,
+               const std::optional<NetDef>& else_net) {
   append_to(if_net, if_ops(cond_blob, lexical_scope, then_net, else_net, def_scoped_name(if_net)));
 }
 
@@ -231,8 +231,8 @@ void add_while_op(Net& while_net, const BlobRef& cond_blob, const BlobNameSet& l
 
 void add_while_op(NetDef& while_net, const std::string& cond_blob, const BlobNameSet& lexical_scope,
                   const NetDef& loop_body_net, const std::optional<NetDef>& condition_body_net) {
-  append_to(while_net, while_ops(cond_blob, lexical_scope, loop_body_net, condition_body_net,
-                                 def_scoped_name(while_net)));
+  append_to(while_net,
+            while_ops(cond_blob, lexical_scope, loop_body_net, condition_body_net, def_scoped_name(while_net)));
 }
 
 NetDef merge_nets(const std::vector<NetDef>& nets, const BlobNameSet& outer_blob_names) {
@@ -263,8 +263,9 @@ std::optional<Net> merge_nets(const std::vector<NetBuilderChild>& children, cons
   defs.reserve(children.size());
   for (const auto& child : children) {
     if (std::holds_alternative<ExecutionStep>(child))
-      throw InvalidInput("merge_nets: an ExecutionStep cannot be merged into a control-op net (expected a Net or a "
-                         "NetBuilder with control ops)");
+      throw InvalidInput(
+          "merge_nets: an ExecutionStep cannot be merged into a control-op net (expected a Net or a "
+          "NetBuilder with control ops)");
     if (const NetBuilder* nb = std::get_if<NetBuilder>(&child)) {
       NetBuilder b = *nb;
       if (!b.use_control_ops())
@@ -272,9 +273,10 @@ std::optional<Net> merge_nets(const std::vector<NetBuilderChild>& children, cons
             fmt::format("Merging of NetBuilder supported only for control ops (NetBuilder ({}))", b.name()));
       const auto& nets = b.get();
       if (nets.size() != 1 || !std::holds_alternative<Net>(nets.front()))
-        throw InvalidInput(fmt::format("Invalid control op net builder ({}): expected exactly one net, it has {} "
-                                       "children",
-                                       b.name(), nets.size()));
+        throw InvalidInput(
+            fmt::format("Invalid control op net builder ({}): expected exactly one net, it has {} "
+                        "children",
+                        b.name(), nets.size()));
       defs.push_back(std::get<Net>(nets.front()).proto());
       continue;
     }

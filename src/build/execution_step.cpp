@@ -101,8 +101,8 @@ ExecutionStep& ExecutionStep::set_only_once(bool only_once) {
 
 ExecutionStep& ExecutionStep::set_should_stop_blob(const BlobRef& blob) {
   if (blob.empty())
-    throw InvalidInput(fmt::format("step \"{}\": set_should_stop_blob expects BlobReference here, got an empty BlobRef",
-                                   name()));
+    throw InvalidInput(
+        fmt::format("step \"{}\": set_should_stop_blob expects BlobReference here, got an empty BlobRef", name()));
   check_mutable();
   state_->def.should_stop_blob = blob.name();
   return *this;

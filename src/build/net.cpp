@@ -132,8 +132,8 @@ bool Net::is_frozen() const noexcept { return state_->frozen; }
 
 void Net::check_mutable() const {
   if (state_->frozen)
-    throw InvalidInput(fmt::format("Cannot change net \"{}\": it is frozen (it has been added to a plan or built).",
-                                   name()));
+    throw InvalidInput(
+        fmt::format("Cannot change net \"{}\": it is frozen (it has been added to a plan or built).", name()));
 }
 
 bool Net::is_defined(const BlobRef& blob) const {
@@ -235,13 +235,20 @@ std::optional<int64_t> int_to_int(int64_t v, DType t) {
     return v;
   };
   switch (t) {
-    case DType::Bool: return in(0, 1);
-    case DType::Int8: return in(std::numeric_limits<int8_t>::min(), std::numeric_limits<int8_t>::max());
-    case DType::UInt8: return in(0, std::numeric_limits<uint8_t>::max());
-    case DType::Int16: return in(std::numeric_limits<int16_t>::min(), std::numeric_limits<int16_t>::max());
-    case DType::Int32: return in(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-    case DType::Int64: return v;
-    default: return std::nullopt;
+    case DType::Bool:
+      return in(0, 1);
+    case DType::Int8:
+      return in(std::numeric_limits<int8_t>::min(), std::numeric_limits<int8_t>::max());
+    case DType::UInt8:
+      return in(0, std::numeric_limits<uint8_t>::max());
+    case DType::Int16:
+      return in(std::numeric_limits<int16_t>::min(), std::numeric_limits<int16_t>::max());
+    case DType::Int32:
+      return in(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+    case DType::Int64:
+      return v;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -265,8 +272,7 @@ std::optional<double> int_to_double(int64_t v, DType t) {
 
 std::optional<double> double_to_double(double v, DType t) {
   if (t == DType::Float && !std::isnan(v)) {
-    if (std::isfinite(v) && std::abs(v) > static_cast<double>(std::numeric_limits<float>::max()))
-      return std::nullopt;
+    if (std::isfinite(v) && std::abs(v) > static_cast<double>(std::numeric_limits<float>::max())) return std::nullopt;
     if (static_cast<double>(static_cast<float>(v)) != v) return std::nullopt;
   }
   return v;
@@ -275,20 +281,27 @@ std::optional<double> double_to_double(double v, DType t) {
 // The fill operator for a target dtype, and whether it needs a `dtype` argument.
 struct FillChoice {
   const char* type;
-  bool floats;      // values go to `floats`, else `ints` (strings handled apart)
+  bool floats;  // values go to `floats`, else `ints` (strings handled apart)
   bool dtype_arg;
 };
 
 FillChoice fill_for(DType t) {
   switch (t) {
-    case DType::Int64: return {"GivenTensorInt64Fill", false, false};
-    case DType::Int32: return {"GivenTensorIntFill", false, false};
-    case DType::Bool: return {"GivenTensorBoolFill", false, false};
-    case DType::Double: return {"GivenTensorDoubleFill", true, false};
-    case DType::Float: return {"GivenTensorFill", true, false};
-    case DType::String: return {"GivenTensorStringFill", false, false};
+    case DType::Int64:
+      return {"GivenTensorInt64Fill", false, false};
+    case DType::Int32:
+      return {"GivenTensorIntFill", false, false};
+    case DType::Bool:
+      return {"GivenTensorBoolFill", false, false};
+    case DType::Double:
+      return {"GivenTensorDoubleFill", true, false};
+    case DType::Float:
+      return {"GivenTensorFill", true, false};
+    case DType::String:
+      return {"GivenTensorStringFill", false, false};
     // No dedicated fill: GivenTensorFill converts its float values to `dtype` exactly.
-    default: return {"GivenTensorFill", true, true};
+    default:
+      return {"GivenTensorFill", true, true};
   }
 }
 
@@ -296,13 +309,18 @@ std::string element_text(const ConstValue::Storage& v, std::size_t k) {
   return std::visit(
       [&](const auto& x) -> std::string {
         using X = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<X, std::vector<bool>>) return x[k] ? "true" : "false";
-        else if constexpr (std::is_same_v<X, std::vector<std::string>>) return fmt::format("\"{}\"", x[k]);
+        if constexpr (std::is_same_v<X, std::vector<bool>>)
+          return x[k] ? "true" : "false";
+        else if constexpr (std::is_same_v<X, std::vector<std::string>>)
+          return fmt::format("\"{}\"", x[k]);
         else if constexpr (std::is_same_v<X, std::vector<int64_t>> || std::is_same_v<X, std::vector<double>>)
           return fmt::format("{}", x[k]);
-        else if constexpr (std::is_same_v<X, bool>) return x ? "true" : "false";
-        else if constexpr (std::is_same_v<X, std::string>) return fmt::format("\"{}\"", x);
-        else return fmt::format("{}", x);
+        else if constexpr (std::is_same_v<X, bool>)
+          return x ? "true" : "false";
+        else if constexpr (std::is_same_v<X, std::string>)
+          return fmt::format("\"{}\"", x);
+        else
+          return fmt::format("{}", x);
       },
       v);
 }
@@ -366,8 +384,8 @@ BlobRef Net::Const(const ConstValue& value, const ConstOptions& options) {
   const DType target = options.dtype.value_or(natural);
   if (target == DType::Undefined) throw fail("dtype UNDEFINED is not a tensor element type");
   if ((natural == DType::String) != (target == DType::String))
-    throw fail(fmt::format("cannot make a {} constant from {} values", dtype_caffe2_name(target),
-                           dtype_caffe2_name(natural)));
+    throw fail(
+        fmt::format("cannot make a {} constant from {} values", dtype_caffe2_name(target), dtype_caffe2_name(natural)));
 
   const FillChoice fill = fill_for(target);
   std::vector<Arg> args;
@@ -383,8 +401,8 @@ BlobRef Net::Const(const ConstValue& value, const ConstOptions& options) {
     std::vector<double> out_values;
     count = natural == DType::Double ? doubles.size() : ints.size();
     for (std::size_t k = 0; k < count; ++k) {
-      std::optional<double> d = natural == DType::Double ? double_to_double(doubles[k], target)
-                                                         : int_to_double(ints[k], target);
+      std::optional<double> d =
+          natural == DType::Double ? double_to_double(doubles[k], target) : int_to_double(ints[k], target);
       // Narrow integer targets go through GivenTensorFill's floats; they must still fit.
       if (d && fill.dtype_arg && !double_to_int(*d, target)) d.reset();
       if (!d) throw not_exact(k);
@@ -395,8 +413,8 @@ BlobRef Net::Const(const ConstValue& value, const ConstOptions& options) {
     std::vector<int64_t> out_values;
     count = natural == DType::Double ? doubles.size() : ints.size();
     for (std::size_t k = 0; k < count; ++k) {
-      std::optional<int64_t> i = natural == DType::Double ? double_to_int(doubles[k], target)
-                                                          : int_to_int(ints[k], target);
+      std::optional<int64_t> i =
+          natural == DType::Double ? double_to_int(doubles[k], target) : int_to_int(ints[k], target);
       if (!i) throw not_exact(k);
       out_values.push_back(*i);
     }

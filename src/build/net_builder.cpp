@@ -63,7 +63,8 @@ NetBuilder::NetBuilder(const NetBuilderOptions& options) : state_(std::make_shar
     state_->init_lexical_scope = parent->state_->lexical_scope;
   }
   for (const BlobRef& b : options.initial_scope) {
-    if (b.empty()) throw InvalidInput(fmt::format("NetBuilder ({}): initial_scope holds an empty BlobRef", state_->name));
+    if (b.empty())
+      throw InvalidInput(fmt::format("NetBuilder ({}): initial_scope holds an empty BlobRef", state_->name));
     state_->init_lexical_scope.insert(b.name());
   }
   state_->lexical_scope = state_->init_lexical_scope;
@@ -107,10 +108,10 @@ void NetBuilder::reset_children(std::vector<NetBuilderChild> children) {
 
 void NetBuilder::check_no_control_ops(const char* what) const {
   if (state_->use_control_ops)
-    throw InvalidInput(fmt::format(
-        "Stop blobs are not used with control operators: {} inside NetBuilder ({}), a control-op block "
-        "(IfNet/Else/WhileNet/Condition)",
-        what, state_->name));
+    throw InvalidInput(
+        fmt::format("Stop blobs are not used with control operators: {} inside NetBuilder ({}), a control-op block "
+                    "(IfNet/Else/WhileNet/Condition)",
+                    what, state_->name));
 }
 
 void NetBuilder::check_mutable() const {
@@ -122,10 +123,10 @@ void NetBuilder::add(NetBuilderChild child) {
   if (state_->use_control_ops) {
     const NetBuilder* nested = std::get_if<NetBuilder>(&child);
     if (!std::holds_alternative<Net>(child) && !(nested && nested->use_control_ops()))
-      throw InvalidInput(fmt::format(
-          "Expected Net or NetBuilder with control ops: NetBuilder ({}) is a control-op block (IfNet/Else/"
-          "WhileNet/Condition) and cannot hold {}",
-          state_->name, nested ? "a loop, If, stop guard or other step builder" : "an ExecutionStep"));
+      throw InvalidInput(
+          fmt::format("Expected Net or NetBuilder with control ops: NetBuilder ({}) is a control-op block (IfNet/Else/"
+                      "WhileNet/Condition) and cannot hold {}",
+                      state_->name, nested ? "a loop, If, stop guard or other step builder" : "an ExecutionStep"));
   }
   if (const NetBuilder* nested = std::get_if<NetBuilder>(&child)) {
     // A builder inside itself would make its step contain itself (and its state a cycle).
@@ -213,8 +214,8 @@ void NetBuilder::run_body(const std::function<void()>& body, const BuildHooks& h
   }
   freeze();
   if (state_->stop_blob_required && !state_->stop_blob)
-    throw InvalidInput(fmt::format(
-        "This NetBuilder ({}) requires a stop condition to be set with `stop` or `stop_if`", state_->name));
+    throw InvalidInput(
+        fmt::format("This NetBuilder ({}) requires a stop condition to be set with `stop` or `stop_if`", state_->name));
 }
 
 ExecutionStep to_execution_step(NetBuilder& builder, const std::string& default_name) {
@@ -224,8 +225,7 @@ ExecutionStep to_execution_step(NetBuilder& builder, const std::string& default_
   }
   StepOptions options;
   if (const auto& stop = builder.existing_stop_blob()) options.should_stop_blob = *stop;
-  return execution_step(default_name.empty() ? builder.name() : default_name, StepsOrNets(std::move(items)),
-                        options);
+  return execution_step(default_name.empty() ? builder.name() : default_name, StepsOrNets(std::move(items)), options);
 }
 
 std::vector<StepOrNet> SetupBuilder::setup(Net& /*init_net*/) {

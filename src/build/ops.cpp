@@ -65,13 +65,13 @@ BlobRefs call(CallableBuilder builder, Inputs inputs, Outputs outputs, std::vect
 
 // ---- typed helpers of the built-in operators ----
 
-#define MOKA_OPS_ONE(Type)                                                               \
-  BlobRef Type(Inputs inputs, Outputs outputs, std::vector<Arg> args) {                  \
-    return op(#Type, std::move(inputs), std::move(outputs), std::move(args)).single();   \
+#define MOKA_OPS_ONE(Type)                                                             \
+  BlobRef Type(Inputs inputs, Outputs outputs, std::vector<Arg> args) {                \
+    return op(#Type, std::move(inputs), std::move(outputs), std::move(args)).single(); \
   }
-#define MOKA_OPS_MANY(Type)                                                              \
-  BlobRefs Type(Inputs inputs, Outputs outputs, std::vector<Arg> args) {                 \
-    return op(#Type, std::move(inputs), std::move(outputs), std::move(args));            \
+#define MOKA_OPS_MANY(Type)                                                   \
+  BlobRefs Type(Inputs inputs, Outputs outputs, std::vector<Arg> args) {      \
+    return op(#Type, std::move(inputs), std::move(outputs), std::move(args)); \
   }
 
 MOKA_OPS_ONE(Add)

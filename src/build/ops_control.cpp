@@ -34,8 +34,7 @@ void RunIf::check_not_else(const char* what) const {
 
 namespace detail {
 
-Loop make_loop(const std::optional<LoopCount>& iters, const std::function<void(Loop&)>& body,
-               const std::string& name) {
+Loop make_loop(const std::optional<LoopCount>& iters, const std::function<void(Loop&)>& body, const std::string& name) {
   NetBuilder& parent = active_builder("loop");
   Loop l(NetBuilder({.name = name, .stop_blob_required = true}));
   if (iters) {
@@ -67,14 +66,13 @@ StopGuard make_stop_guard(const std::function<void(StopGuard&)>& body, const Blo
   NetBuilder& parent = active_builder("stop_guard");
   StopGuard g(NetBuilder({.name = name}), has_stopped_blob);
   parent.add(g.builder_);
-  g.builder_.build([&] { body(g); },
-                   BuildHooks{.on_enter = [&] { g.stopped_ = Const(true, {.blob_out = g.stopped_}); },
-                              .on_exit =
-                                  [&] {
-                                    g.ran_ = true;
-                                    Const(false, {.blob_out = g.stopped_});
-                                    run_once_exit(g.builder_);
-                                  }});
+  g.builder_.build([&] { body(g); }, BuildHooks{.on_enter = [&] { g.stopped_ = Const(true, {.blob_out = g.stopped_}); },
+                                                .on_exit =
+                                                    [&] {
+                                                      g.ran_ = true;
+                                                      Const(false, {.blob_out = g.stopped_});
+                                                      run_once_exit(g.builder_);
+                                                    }});
   return g;
 }
 

@@ -51,13 +51,13 @@ NetBuilder make_if_net(const BlobRef& cond, const std::function<void()>& body, c
   block.set_extension(data);
   parent.add(block);
   block.build(body, BuildHooks{.on_exit = [&] {
-                                 std::optional<Net> then_net = take_merged_children(block);
-                                 if (!then_net) then_net = Net("empty_then_net");
-                                 Net if_net("if_net");
-                                 add_if_op(if_net, cond, block.lexical_scope(), then_net->proto());
-                                 data->then_net = then_net;
-                                 block.reset_children({if_net});
-                               }});
+                std::optional<Net> then_net = take_merged_children(block);
+                if (!then_net) then_net = Net("empty_then_net");
+                Net if_net("if_net");
+                add_if_op(if_net, cond, block.lexical_scope(), then_net->proto());
+                data->then_net = then_net;
+                block.reset_children({if_net});
+              }});
   return block;
 }
 
@@ -72,28 +72,26 @@ NetBuilder make_else(const std::function<void()>& body, const std::string& name)
     }
   }
   if (!data)
-    throw InvalidInput(fmt::format(
-        "Invalid use of Else builder: ops::Else must immediately follow an ops::IfNet in the same builder "
-        "(NetBuilder ({}))",
-        parent.name()));
-  if (!data->then_net)
-    throw InvalidInput(fmt::format("Invalid use of Else builder: the ops::IfNet before it ({}) did not complete",
-                                   if_block->name()));
-  if (data->has_else)
     throw InvalidInput(
-        fmt::format("Invalid use of Else builder: the ops::IfNet before it ({}) already has an ops::Else",
-                    if_block->name()));
+        fmt::format("Invalid use of Else builder: ops::Else must immediately follow an ops::IfNet in the same builder "
+                    "(NetBuilder ({}))",
+                    parent.name()));
+  if (!data->then_net)
+    throw InvalidInput(
+        fmt::format("Invalid use of Else builder: the ops::IfNet before it ({}) did not complete", if_block->name()));
+  if (data->has_else)
+    throw InvalidInput(fmt::format(
+        "Invalid use of Else builder: the ops::IfNet before it ({}) already has an ops::Else", if_block->name()));
   data->has_else = true;
   // Not a child of parent: it rewrites the IfNet block instead (the parent's last child stays the IfNet).
   NetBuilder block({.name = name, .use_control_ops = true});
   block.build(body, BuildHooks{.on_exit = [&] {
-                                 std::optional<Net> else_net = take_merged_children(block);
-                                 if (!else_net) return;  // an empty Else keeps the then-only If
-                                 Net if_else_net("if_else_net");
-                                 add_if_op(if_else_net, data->cond, block.lexical_scope(), data->then_net->proto(),
-                                           else_net->proto());
-                                 if_block->reset_children({if_else_net});
-                               }});
+                std::optional<Net> else_net = take_merged_children(block);
+                if (!else_net) return;  // an empty Else keeps the then-only If
+                Net if_else_net("if_else_net");
+                add_if_op(if_else_net, data->cond, block.lexical_scope(), data->then_net->proto(), else_net->proto());
+                if_block->reset_children({if_else_net});
+              }});
   return *if_block;
 }
 
@@ -104,18 +102,18 @@ NetBuilder make_while_net(const std::function<void()>& body, const std::string& 
   block.set_extension(data);
   parent.add(block);
   block.build(body, BuildHooks{.on_exit = [&] {
-                                 if (!data->cond_net)
-                                   throw InvalidInput(fmt::format(
-                                       "Condition builder must be specified in While op (ops::WhileNet ({}) needs "
-                                       "ops::Condition as the first thing in its body)",
-                                       block.name()));
-                                 std::optional<Net> loop_body = take_merged_children(block);
-                                 if (!loop_body) loop_body = Net("empty_loop_body_net");
-                                 Net while_net("while_net");
-                                 add_while_op(while_net, *data->cond_blob, block.lexical_scope(), loop_body->proto(),
-                                              data->cond_net->proto());
-                                 block.reset_children({while_net});
-                               }});
+                if (!data->cond_net)
+                  throw InvalidInput(
+                      fmt::format("Condition builder must be specified in While op (ops::WhileNet ({}) needs "
+                                  "ops::Condition as the first thing in its body)",
+                                  block.name()));
+                std::optional<Net> loop_body = take_merged_children(block);
+                if (!loop_body) loop_body = Net("empty_loop_body_net");
+                Net while_net("while_net");
+                add_while_op(while_net, *data->cond_blob, block.lexical_scope(), loop_body->proto(),
+                             data->cond_net->proto());
+                block.reset_children({while_net});
+              }});
   return block;
 }
 
@@ -126,9 +124,9 @@ BlobRef make_condition(const std::function<void()>& body, const std::string& nam
     throw InvalidInput(
         "Use of Condition outside of WhileNet (ops::Condition must be called directly inside an ops::WhileNet body)");
   if (data->has_condition)
-    throw InvalidInput(fmt::format(
-        "Multiple loop condition builders specified (ops::WhileNet ({}) already has an ops::Condition)",
-        parent->name()));
+    throw InvalidInput(
+        fmt::format("Multiple loop condition builders specified (ops::WhileNet ({}) already has an ops::Condition)",
+                    parent->name()));
   if (!parent->children().empty())
     throw InvalidInput(fmt::format(
         "Condition definition must be specified before the loop's body (ops::WhileNet ({}) already has body "
@@ -138,24 +136,22 @@ BlobRef make_condition(const std::function<void()>& body, const std::string& nam
   // Not a child of the WhileNet: the While operator runs it.
   NetBuilder block({.name = name, .use_control_ops = true});
   block.build(body, BuildHooks{.on_exit = [&] {
-                                 std::optional<Net> cond_net = take_merged_children(block);
-                                 if (!cond_net)
-                                   throw InvalidInput(
-                                       "Invalid loop condition specified: the ops::Condition body added no operators");
-                                 const NetDef& def = cond_net->proto();
-                                 if (def.op.empty())
-                                   throw InvalidInput(fmt::format(
-                                       "Invalid condition net \"{}\": it has no operators", def.name));
-                                 const OperatorDef& last = def.op.back();
-                                 if (last.output.size() != 1)
-                                   throw InvalidInput(fmt::format(
-                                       "Invalid condition net \"{}\": its last operator ({}) must have exactly one "
-                                       "output, the condition blob; it has {}",
-                                       def.name, last.type, last.output.size()));
-                                 data->cond_blob = BlobRef(last.output.front());
-                                 data->cond_net = cond_net;
-                                 block.reset_children({*cond_net});
-                               }});
+                std::optional<Net> cond_net = take_merged_children(block);
+                if (!cond_net)
+                  throw InvalidInput("Invalid loop condition specified: the ops::Condition body added no operators");
+                const NetDef& def = cond_net->proto();
+                if (def.op.empty())
+                  throw InvalidInput(fmt::format("Invalid condition net \"{}\": it has no operators", def.name));
+                const OperatorDef& last = def.op.back();
+                if (last.output.size() != 1)
+                  throw InvalidInput(
+                      fmt::format("Invalid condition net \"{}\": its last operator ({}) must have exactly one "
+                                  "output, the condition blob; it has {}",
+                                  def.name, last.type, last.output.size()));
+                data->cond_blob = BlobRef(last.output.front());
+                data->cond_net = cond_net;
+                block.reset_children({*cond_net});
+              }});
   return *data->cond_blob;
 }
 

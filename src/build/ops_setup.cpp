@@ -20,11 +20,11 @@ std::shared_ptr<ReportStep> make_reporter(int64_t interval_ms, const std::functi
   NetBuilder reporter({.name = name});
   std::shared_ptr<ReportStep> result;
   reporter.build(body, BuildHooks{.on_exit = [&] {
-                                    ExecutionStep step = to_execution_step(reporter);
-                                    if (interval_ms > 0) step.run_every_millis(interval_ms);
-                                    result = std::make_shared<ReportStep>(step);
-                                    net.add_attribute(kReportStep, result);
-                                  }});
+                   ExecutionStep step = to_execution_step(reporter);
+                   if (interval_ms > 0) step.run_every_millis(interval_ms);
+                   result = std::make_shared<ReportStep>(step);
+                   net.add_attribute(kReportStep, result);
+                 }});
   return result;
 }
 

@@ -12,7 +12,6 @@ namespace moka {
 
 namespace {
 
-
 // `<node>/<name>`, unique among the group's tasks (decision 3: pending and added ones alike):
 // the first of base, base:1, base:2, ... not taken. Names are never given back, so the search for
 // a base resumes where the previous one stopped.

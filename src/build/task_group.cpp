@@ -11,8 +11,7 @@
 
 namespace moka {
 
-TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type)
-    : state_(std::make_shared<detail::TaskGroupState>()) {
+TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : state_(std::make_shared<detail::TaskGroupState>()) {
   state_->workspace_type = workspace_type;
 }
 
@@ -89,7 +88,7 @@ TaskGroup TaskGroup::tasks_by_node(const std::function<std::string(const std::st
   state_->report_net_intervals.clear();
 
   std::vector<std::pair<std::string, std::vector<Task>>> by_node;  // insertion order
-  std::unordered_map<std::string, std::size_t> node_index;          // node -> its entry in by_node
+  std::unordered_map<std::string, std::size_t> node_index;         // node -> its entry in by_node
   for (const auto& t : all) {
     const std::string n = remap(t.node());
     auto [it, fresh] = node_index.try_emplace(n, by_node.size());

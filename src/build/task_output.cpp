@@ -70,8 +70,7 @@ std::vector<std::string> TaskOutputList::names() const {
   return out;
 }
 
-void TaskOutputList::set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch,
-                                uint64_t source) {
+void TaskOutputList::set_values(const std::vector<std::string>& values, const OutputFetchFn& fetch, uint64_t source) {
   if (values.size() != names().size()) throw InvalidInput("Wrong number of output values.");
   std::size_t k = 0;
   for (auto& o : outputs_) {

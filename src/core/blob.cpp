@@ -20,8 +20,7 @@ std::string demangle(const char* mangled) {
   std::free(d);
   // moka's own types read better without the namespace: "Tensor", "Counter".
   constexpr std::string_view prefix = "moka::";
-  if (name.rfind(prefix, 0) == 0 && name.find("::", prefix.size()) == std::string::npos)
-    name.erase(0, prefix.size());
+  if (name.rfind(prefix, 0) == 0 && name.find("::", prefix.size()) == std::string::npos) name.erase(0, prefix.size());
   return name;
 }
 

@@ -18,10 +18,10 @@ struct DTypeInfo {
   std::size_t size;
 };
 constexpr DTypeInfo kInfos[] = {
-    {DType::Bool, "bool", "BOOL", 1},        {DType::Int8, "int8", "INT8", 1},
-    {DType::UInt8, "uint8", "UINT8", 1},     {DType::Int16, "int16", "INT16", 2},
-    {DType::Int32, "int32", "INT32", 4},     {DType::Int64, "int64", "INT64", 8},
-    {DType::Float, "float32", "FLOAT", 4},   {DType::Double, "float64", "DOUBLE", 8},
+    {DType::Bool, "bool", "BOOL", 1},       {DType::Int8, "int8", "INT8", 1},
+    {DType::UInt8, "uint8", "UINT8", 1},    {DType::Int16, "int16", "INT16", 2},
+    {DType::Int32, "int32", "INT32", 4},    {DType::Int64, "int64", "INT64", 8},
+    {DType::Float, "float32", "FLOAT", 4},  {DType::Double, "float64", "DOUBLE", 8},
     {DType::String, "string", "STRING", 0},
 };
 // The table and the inline dtype_size in the header must agree.
@@ -67,16 +67,20 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 std::string describe_dtype_code(int64_t code) {
   if (auto t = dtype_from_code(code)) return fmt::format("{} ({})", code, dtype_caffe2_name(*t));
   switch (code) {
-    case 0: return "0 (UNDEFINED, not supported)";
-    case 3: return "3 (BYTE, not supported; use UINT8 = 6)";
-    case 8: return "8 (UINT16, not supported)";
-    case 12: return "12 (FLOAT16, not supported)";
-    default: return fmt::format("{} (not a TensorProto.DataType code)", code);
+    case 0:
+      return "0 (UNDEFINED, not supported)";
+    case 3:
+      return "3 (BYTE, not supported; use UINT8 = 6)";
+    case 8:
+      return "8 (UINT16, not supported)";
+    case 12:
+      return "12 (FLOAT16, not supported)";
+    default:
+      return fmt::format("{} (not a TensorProto.DataType code)", code);
   }
 }
 bool dtype_is_integral(DType t) {
-  return t == DType::Int8 || t == DType::UInt8 || t == DType::Int16 || t == DType::Int32 ||
-         t == DType::Int64;
+  return t == DType::Int8 || t == DType::UInt8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
 }
 bool dtype_is_floating(DType t) { return t == DType::Float || t == DType::Double; }
 

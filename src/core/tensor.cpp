@@ -15,12 +15,10 @@ namespace moka {
 
 namespace detail {
 void throw_dtype_mismatch(DType have, DType want) {
-  throw TypeError(fmt::format("tensor has dtype {}, but {} was requested", dtype_name(have),
-                              dtype_name(want)));
+  throw TypeError(fmt::format("tensor has dtype {}, but {} was requested", dtype_name(have), dtype_name(want)));
 }
 void throw_not_scalar(const std::vector<int64_t>& shape) {
-  throw TypeError(fmt::format("expected a tensor with exactly one element, got shape {}",
-                              shape_string(shape)));
+  throw TypeError(fmt::format("expected a tensor with exactly one element, got shape {}", shape_string(shape)));
 }
 // "3.6 TiB" for a message (the exact byte count is given beside it).
 std::string approximate_bytes(double bytes) {
@@ -36,8 +34,7 @@ std::string approximate_bytes(double bytes) {
                                 shape_string(shape), bytes, approximate_bytes(bytes)));
 }
 void throw_values_mismatch(const std::vector<int64_t>& shape, std::size_t n) {
-  throw InvalidInput(fmt::format("shape {} needs {} values, got {}", shape_string(shape),
-                                 shape_numel(shape), n));
+  throw InvalidInput(fmt::format("shape {} needs {} values, got {}", shape_string(shape), shape_numel(shape), n));
 }
 }  // namespace detail
 
@@ -57,9 +54,7 @@ int64_t shape_numel(std::span<const int64_t> shape) {
   return empty ? 0 : nonzero;
 }
 
-std::string shape_string(std::span<const int64_t> shape) {
-  return fmt::format("[{}]", fmt::join(shape, ","));
-}
+std::string shape_string(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) { resize(dtype, shape); }
 
@@ -205,9 +200,7 @@ bool Tensor::operator==(const Tensor& other) const {
   });
 }
 
-std::string Tensor::describe() const {
-  return fmt::format("{}{}", dtype_name(dtype_), shape_string(shape_));
-}
+std::string Tensor::describe() const { return fmt::format("{}{}", dtype_name(dtype_), shape_string(shape_)); }
 
 std::string Tensor::to_string(std::size_t limit) const {
   std::string out = describe();
@@ -238,8 +231,7 @@ template <>
 Tensor Tensor::from_vector<bool>(std::vector<int64_t> shape, const std::vector<bool>& values) {
   Tensor t;
   t.resize(DType::Bool, shape);
-  if (static_cast<std::size_t>(t.numel()) != values.size())
-    detail::throw_values_mismatch(t.shape(), values.size());
+  if (static_cast<std::size_t>(t.numel()) != values.size()) detail::throw_values_mismatch(t.shape(), values.size());
   bool* d = t.mutable_data<bool>();
   for (std::size_t i = 0; i < values.size(); ++i) d[i] = values[i];
   return t;

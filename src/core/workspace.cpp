@@ -148,8 +148,7 @@ void Workspace::add_blob_mapping(Workspace* parent, const ForwardMap& forwarded)
   for (const Workspace* w = parent; w; w = w->parent_)
     if (w == this) throw InvalidInput("add_blob_mapping: a workspace cannot forward blobs of itself or its children");
   for (const auto& [local, remote] : forwarded)
-    if (!parent->has_blob(remote))
-      throw NotFound(fmt::format("Invalid parent workspace blob: {}", remote));
+    if (!parent->has_blob(remote)) throw NotFound(fmt::format("Invalid parent workspace blob: {}", remote));
   std::unique_lock lk(mu_);
   for (const auto& [local, remote] : forwarded)  // all checked before any is added
     if (blobs_.count(local))
@@ -165,10 +164,10 @@ NetBase* Workspace::add_net(std::unique_ptr<NetBase> net, bool overwrite) {
   auto it = nets_.find(net->name());
   if (it != nets_.end()) {
     if (!overwrite)
-      throw InvalidInput(fmt::format(
-          "I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you "
-          "explicitly specify overwrite=true.",
-          net->name()));
+      throw InvalidInput(
+          fmt::format("I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you "
+                      "explicitly specify overwrite=true.",
+                      net->name()));
     replaced = std::move(it->second);
     it->second = std::move(net);
     return it->second.get();

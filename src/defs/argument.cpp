@@ -6,9 +6,8 @@
 namespace moka {
 
 int Argument::num_fields_set() const {
-  return int(f.has_value()) + int(i.has_value()) + int(s.has_value()) + int(n != nullptr) +
-         int(floats.has_value()) + int(ints.has_value()) + int(strings.has_value()) +
-         int(nets.has_value());
+  return int(f.has_value()) + int(i.has_value()) + int(s.has_value()) + int(n != nullptr) + int(floats.has_value()) +
+         int(ints.has_value()) + int(strings.has_value()) + int(nets.has_value());
 }
 
 const char* Argument::field_name() const {
@@ -89,8 +88,8 @@ const Argument* find_arg(const std::vector<Argument>& args, const std::string& n
   return nullptr;
 }
 
-OperatorDef make_op(std::string type, std::vector<std::string> inputs,
-                    std::vector<std::string> outputs, std::vector<Argument> args, std::string name) {
+OperatorDef make_op(std::string type, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                    std::vector<Argument> args, std::string name) {
   OperatorDef op;
   op.type = std::move(type);
   op.input = std::move(inputs);

@@ -56,8 +56,8 @@ std::string read_definition_file(const std::string& path, std::string_view kind,
     }
     if (n == 0) break;
     if (static_cast<std::size_t>(n) > limit - text.size())
-      throw InvalidInput(fmt::format("{}: {} file is larger than the limit of {}; reading stopped there", path,
-                                     kind, limit_text(limit)));
+      throw InvalidInput(fmt::format("{}: {} file is larger than the limit of {}; reading stopped there", path, kind,
+                                     limit_text(limit)));
     text.append(buf, static_cast<std::size_t>(n));
   }
   return text;

@@ -358,8 +358,8 @@ Argument read_arg(const Json& v, const std::string& path, int depth) {
     std::string list;
     for (size_t k = 0; k < set.size(); ++k)
       list += (k == 0 ? "" : k + 1 == set.size() ? " and " : ", ") + quote(set[k]);
-    fail(path, "argument has " + (set.size() == 2 ? std::string("two") : std::to_string(set.size())) +
-                   " values (" + list + ")");
+    fail(path, "argument has " + (set.size() == 2 ? std::string("two") : std::to_string(set.size())) + " values (" +
+                   list + ")");
   }
   const std::string& key = set[0];
   const Json& val = o.at(key);
@@ -416,8 +416,9 @@ OperatorDef read_op(const Json& v, const std::string& path, int depth) {
   if (!type) fail(path, "missing field \"type\"");
   op.type = read_nonempty_string(*type, join(path, "type"));
   if (op.type == kCallableType)
-    fail(join(path, "type"), "\"Callable\" operators hold a C++ callable that exists only in the process that "
-                             "made it; they cannot be loaded from JSON");
+    fail(join(path, "type"),
+         "\"Callable\" operators hold a C++ callable that exists only in the process that "
+         "made it; they cannot be loaded from JSON");
   if (const Json* f = field(o, "input")) op.input = read_strings(*f, join(path, "input"));
   if (const Json* f = field(o, "output")) op.output = read_strings(*f, join(path, "output"));
   if (const Json* f = field(o, "arg")) op.arg = read_args(*f, join(path, "arg"), depth);
@@ -457,10 +458,10 @@ NetDef read_net(const Json& v, const std::string& path, int depth) {
 ExecutionStepDef read_step(const Json& v, const std::string& path, int depth) {
   if (depth > kMaxNesting) fail(path, "steps nested deeper than " + std::to_string(kMaxNesting) + " levels");
   const Json& o = expect_object(v, path);
-  check_fields(o, path,
-               {"name", "substep", "network", "num_iter", "criteria_network", "report_net", "report_interval",
-                "run_every_ms", "concurrent_substeps", "should_stop_blob", "only_once", "create_workspace",
-                "num_concurrent_instances"});
+  check_fields(
+      o, path,
+      {"name", "substep", "network", "num_iter", "criteria_network", "report_net", "report_interval", "run_every_ms",
+       "concurrent_substeps", "should_stop_blob", "only_once", "create_workspace", "num_concurrent_instances"});
   ExecutionStepDef s;
   if (const Json* f = field(o, "name")) s.name = read_string(*f, join(path, "name"));
   if (const Json* f = field(o, "substep")) {
@@ -474,7 +475,8 @@ ExecutionStepDef read_step(const Json& v, const std::string& path, int depth) {
     s.num_iter = read_int64(*f, join(path, "num_iter"));
     if (*s.num_iter < 0) fail(join(path, "num_iter"), "must be >= 0");
   }
-  if (const Json* f = field(o, "criteria_network")) s.criteria_network = read_string(*f, join(path, "criteria_network"));
+  if (const Json* f = field(o, "criteria_network"))
+    s.criteria_network = read_string(*f, join(path, "criteria_network"));
   if (const Json* f = field(o, "report_net")) s.report_net = read_nonempty_string(*f, join(path, "report_net"));
   if (const Json* f = field(o, "report_interval")) {
     s.report_interval = read_int32(*f, join(path, "report_interval"));
@@ -536,8 +538,7 @@ PlanDef read_plan(const Json& v, const std::string& path = {}) {
     plan.execution_step.reserve(arr.size());
     for (size_t k = 0; k < arr.size(); ++k) plan.execution_step.push_back(read_step(arr[k], at(steps, k), 0));
   }
-  for (size_t k = 0; k < plan.execution_step.size(); ++k)
-    check_net_refs(plan.execution_step[k], at(steps, k), names);
+  for (size_t k = 0; k < plan.execution_step.size(); ++k) check_net_refs(plan.execution_step[k], at(steps, k), names);
   return plan;
 }
 
@@ -574,8 +575,9 @@ TaskGroupDef read_task_group(const Json& v, const std::string& path = {}) {
 JobDef read_job(const Json& v) {
   const std::string path;
   const Json& o = expect_object(v, path);
-  check_fields(o, path, {"name", "init_group", "epoch_group", "download_group", "exit_group", "stop_conditions",
-                         "nodes_to_checkpoint"});
+  check_fields(
+      o, path,
+      {"name", "init_group", "epoch_group", "download_group", "exit_group", "stop_conditions", "nodes_to_checkpoint"});
   JobDef job;
   if (const Json* f = field(o, "name")) job.name = read_string(*f, "name");
   const Json* epoch = field(o, "epoch_group");
@@ -864,8 +866,8 @@ namespace {
 /// The first top-level field that only a job document has ("epoch_group", ...), or null.
 const char* job_only_field(const Json& j) {
   if (!j.is_object()) return nullptr;
-  for (const char* f : {"epoch_group", "init_group", "download_group", "exit_group", "stop_conditions",
-                        "nodes_to_checkpoint"})
+  for (const char* f :
+       {"epoch_group", "init_group", "download_group", "exit_group", "stop_conditions", "nodes_to_checkpoint"})
     if (j.contains(f)) return f;
   return nullptr;
 }
@@ -875,7 +877,7 @@ RunnableDef runnable_from_json(std::string_view text) {
   Json j = parse_text(text);
   if (const char* f = job_only_field(j))
     fail("", std::string("field ") + quote(f) +
-                  " makes this a job document (docs/job-format.md): it runs as a job (moka job run), not as a plan");
+                 " makes this a job document (docs/job-format.md): it runs as a job (moka job run), not as a plan");
   if (j.is_object() && j.contains("nodes")) return read_task_group(j);
   return read_plan(j);
 }
@@ -909,8 +911,9 @@ JobDef job_from_json(std::string_view text) {
   // A plan or TaskGroup given as a job: say so rather than 'unknown field "network"'.
   if (j.is_object() && !job_only_field(j)) {
     if (j.contains("nodes"))
-      fail("", "this is a TaskGroup document (it has \"nodes\"), not a job: a job has an \"epoch_group\" "
-               "(docs/job-format.md)");
+      fail("",
+           "this is a TaskGroup document (it has \"nodes\"), not a job: a job has an \"epoch_group\" "
+           "(docs/job-format.md)");
     if (j.contains("network") || j.contains("execution_step"))
       fail("", "this is a plan, not a job: a job has an \"epoch_group\" (docs/job-format.md)");
   }
@@ -919,9 +922,7 @@ JobDef job_from_json(std::string_view text) {
 
 JobDef load_job_file(const std::string& path) { return parse_file(path, "job", job_from_json); }
 
-DocumentDef load_document_file(const std::string& path) {
-  return parse_file(path, "plan or job", document_from_json);
-}
+DocumentDef load_document_file(const std::string& path) { return parse_file(path, "plan or job", document_from_json); }
 
 std::string to_json(const JobDef& job, int indent) {
   for (const TaskGroupDef* g : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group}) {

@@ -26,8 +26,7 @@ PlanContext::PlanContext(const std::vector<NetDef>& nets, RunOptions opts) : opt
 
 SimpleNet* PlanContext::net(Workspace& ws, const std::string& name, const std::string& step_name) {
   auto it = net_defs.find(name);
-  if (it == net_defs.end())
-    throw InvalidInput(fmt::format("ExecutionStep {} uses undefined net {}", step_name, name));
+  if (it == net_defs.end()) throw InvalidInput(fmt::format("ExecutionStep {} uses undefined net {}", step_name, name));
   std::lock_guard lk(created_mu);
   const bool first_use = created.emplace(&ws, name).second;
   NetBase* existing = first_use ? nullptr : ws.get_net(name);
@@ -57,8 +56,8 @@ void inject_workspace_id(Workspace& ws, PlanContext& ctx) {
   if (!node) return;
   const Tensor* t = node->tensor_or_null();
   if (!t || t->dtype() != DType::Int32 || t->numel() != 1)
-    throw TypeError(fmt::format("NODE_ID must be an int32 scalar, found {}",
-                                t ? t->describe() : std::string(node->type_name())));
+    throw TypeError(
+        fmt::format("NODE_ID must be an int32 scalar, found {}", t ? t->describe() : std::string(node->type_name())));
   const int32_t seq = ctx.workspace_seq.fetch_add(1);
   if (seq >= 65536) throw RuntimeError("Integer overflow while calculating GLOBAL_WORKSPACE_ID blob");
   const int32_t node_id = t->item<int32_t>();

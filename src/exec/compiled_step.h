@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <exception>
 #include <deque>
+#include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -128,7 +128,7 @@ class CompiledStep {
   std::vector<SimpleNet*> nets;
   SimpleNet* report_net = nullptr;
   Blob* should_stop_blob = nullptr;
-  int64_t max_iters = 1;  // INT64_MAX for "until should_stop"
+  int64_t max_iters = 1;    // INT64_MAX for "until should_stop"
   bool fiber_safe = false;  // a concurrent step whose subtree may run on fibers (Concurrency::fibers)
   std::atomic<bool> cancelled{false};
   std::atomic<bool> got_failure{false};

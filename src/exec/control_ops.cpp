@@ -49,11 +49,11 @@ struct ScopeFrame {
       if (it != bindings.end()) {
         if (it->second != outer)
           throw InvalidInput(fmt::format(
-              "Do: cannot reuse the scope's workspace: inner blob \"{}\" is bound to \"{}\" there, not \"{}\"",
-              inner, it->second, outer));
+              "Do: cannot reuse the scope's workspace: inner blob \"{}\" is bound to \"{}\" there, not \"{}\"", inner,
+              it->second, outer));
       } else if (ws->get_blob(inner) != nullptr) {
-        throw InvalidInput(fmt::format(
-            "Do: cannot reuse the scope's workspace: inner blob \"{}\" is a local blob there", inner));
+        throw InvalidInput(
+            fmt::format("Do: cannot reuse the scope's workspace: inner blob \"{}\" is a local blob there", inner));
       } else {
         missing.emplace(inner, outer);
       }
@@ -321,9 +321,9 @@ class DoOp final : public OperatorBase {
     if (in.empty() || out.empty())
       throw InvalidInput("Do: the last input and the last output must be the scope blob (made by CreateScope)");
     if (in.back() != out.back())
-      throw InvalidInput(fmt::format(
-          "Do: Expected same input/output workspace blob: the last input is \"{}\", the last output \"{}\"",
-          in.back(), out.back()));
+      throw InvalidInput(
+          fmt::format("Do: Expected same input/output workspace blob: the last input is \"{}\", the last output \"{}\"",
+                      in.back(), out.back()));
     std::vector<std::string> names;
     std::set<std::string> seen_in(in.begin(), in.end() - 1);
     if (seen_in.size() != in.size() - 1) throw InvalidInput("Do: Duplicate input blobs");
@@ -346,9 +346,9 @@ class DoOp final : public OperatorBase {
   Workspace::ForwardMap bindings_;
   bool reuse_workspace_ = false;
   std::shared_ptr<ScopeFrame> own_;
-  std::mutex mu_;                              // guards active_frame_ and active_net_ against cancel()
+  std::mutex mu_;                             // guards active_frame_ and active_net_ against cancel()
   std::shared_ptr<ScopeFrame> active_frame_;  // keeps active_net_ alive
-  SimpleNet* active_net_ = nullptr;            // the net of the current or last run
+  SimpleNet* active_net_ = nullptr;           // the net of the current or last run
 };
 
 void register_all(OperatorRegistry& reg) {

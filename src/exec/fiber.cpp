@@ -82,8 +82,8 @@ void* take_stack() {
     }
   }
   const std::size_t guard = page_size();
-  void* m = ::mmap(nullptr, kStackBytes + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                   -1, 0);
+  void* m = ::mmap(nullptr, kStackBytes + guard, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "fiber stack: mmap");
   if (::mprotect(m, guard, PROT_NONE) != 0) {
     const int err = errno;

@@ -89,7 +89,8 @@ void check_job(const JobDef& job) {
     const std::string& node = job.nodes_to_checkpoint[k];
     const std::string where = fmt::format("nodes_to_checkpoint[{}]", k);
     check_node(node, where);
-    if (!listed.insert(node).second) throw InvalidInput(fmt::format("{}: node {} is listed twice", where, quoted(node)));
+    if (!listed.insert(node).second)
+      throw InvalidInput(fmt::format("{}: node {} is listed twice", where, quoted(node)));
   }
 }
 

@@ -19,8 +19,8 @@ bool known_net_type(const std::optional<std::string>& t) {
   if (!t) return true;
   // Every type runs sequentially in moka; the names Caffe2 used for parallel executors are
   // accepted so existing plans load.
-  static const std::set<std::string> kTypes = {"", "simple", "dag", "async_dag", "async_scheduling",
-                                               "async_simple", "async_polling", "parallel"};
+  static const std::set<std::string> kTypes = {
+      "", "simple", "dag", "async_dag", "async_scheduling", "async_simple", "async_polling", "parallel"};
   return kTypes.count(*t) != 0;
 }
 
@@ -33,15 +33,15 @@ void check_external_io(const NetDef& def) {
     const auto& op = def.op[i];
     for (const auto& in : op.input)
       if (!known.count(in))
-        throw InvalidInput(fmt::format("op {}: Source for input {} is unknown for net {}, {}", op.type, in,
-                                       def.name, OperatorBase::describe(op, static_cast<int>(i))));
+        throw InvalidInput(fmt::format("op {}: Source for input {} is unknown for net {}, {}", op.type, in, def.name,
+                                       OperatorBase::describe(op, static_cast<int>(i))));
     known.insert(op.output.begin(), op.output.end());
   }
   for (const auto& out : def.external_output)
     if (!known.count(out))
-      throw InvalidInput(fmt::format(
-          "Some of the blobs are declared as output but never produced by the net {}, the first one is {}",
-          def.name, out));
+      throw InvalidInput(
+          fmt::format("Some of the blobs are declared as output but never produced by the net {}, the first one is {}",
+                      def.name, out));
 }
 
 }  // namespace
@@ -79,7 +79,8 @@ std::string describe_writer(const OperatorDef& op, int index) {
   std::string out = OperatorBase::describe(op, index);
   if (op.output.empty()) return out;
   out += " writing ";
-  for (std::size_t k = 0; k < op.output.size() && k < 4; ++k) out += fmt::format("{}\"{}\"", k ? ", " : "", op.output[k]);
+  for (std::size_t k = 0; k < op.output.size() && k < 4; ++k)
+    out += fmt::format("{}\"{}\"", k ? ", " : "", op.output[k]);
   if (op.output.size() > 4) out += fmt::format(" and {} more", op.output.size() - 4);
   return out;
 }
@@ -123,10 +124,10 @@ void SimpleNet::cancel() {
 
 SimpleNet* create_net(Workspace& ws, const NetDef& def, bool overwrite) {
   if (!overwrite && ws.get_net(def.name))
-    throw InvalidInput(fmt::format(
-        "I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you explicitly "
-        "specify overwrite=true.",
-        def.name));
+    throw InvalidInput(
+        fmt::format("I respectfully refuse to overwrite an existing net of the same name \"{}\", unless you explicitly "
+                    "specify overwrite=true.",
+                    def.name));
   if (overwrite) ws.remove_net(def.name);
   auto net = std::make_unique<SimpleNet>(def, &ws);
   return static_cast<SimpleNet*>(ws.add_net(std::move(net), overwrite));

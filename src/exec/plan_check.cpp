@@ -1,4 +1,5 @@
-// check_plan: validates a plan's structure and every operator (nested nets' included) against its schema before anything runs.
+// check_plan: validates a plan's structure and every operator (nested nets' included) against its schema before
+// anything runs.
 #include <fmt/format.h>
 
 #include <set>
@@ -35,7 +36,8 @@ void check_step(const ExecutionStepDef& s, const std::set<std::string>& nets, co
     step_error(path, fmt::format("run_every_ms must be > 0, got {}", *s.run_every_ms));
   if (s.report_net) {
     if (!s.report_interval) step_error(path, "A report_interval must be provided if report_net is set.");
-    if (*s.report_interval <= 0) step_error(path, fmt::format("report_interval must be > 0, got {}", *s.report_interval));
+    if (*s.report_interval <= 0)
+      step_error(path, fmt::format("report_interval must be > 0, got {}", *s.report_interval));
     if (!nets.count(*s.report_net))
       step_error(path, fmt::format("ExecutionStep {} uses undefined report net {}", s.name, *s.report_net));
   }
@@ -51,8 +53,8 @@ void check_nested_nets(const OperatorDef& op, int depth) {
   for (const Argument& arg : op.arg) {
     auto check = [&](const NetDef& net) {
       if (depth >= kMaxDepth)
-        throw InvalidInput(fmt::format("argument \"{}\": nets are nested in arguments more than {} levels deep",
-                                       arg.name, kMaxDepth));
+        throw InvalidInput(
+            fmt::format("argument \"{}\": nets are nested in arguments more than {} levels deep", arg.name, kMaxDepth));
       if (net.name.empty()) throw InvalidInput(fmt::format("argument \"{}\": a net needs a name", arg.name));
       try {
         check_ops(net, depth + 1);
@@ -102,8 +104,8 @@ void check_plan(const PlanDef& plan) {
     }
   }
   for (std::size_t i = 0; i < plan.execution_step.size(); ++i)
-    check_step(plan.execution_step[i], names,
-               fmt::format("execution_step[{}] \"{}\"", i, plan.execution_step[i].name), 0);
+    check_step(plan.execution_step[i], names, fmt::format("execution_step[{}] \"{}\"", i, plan.execution_step[i].name),
+               0);
 }
 
 }  // namespace moka

@@ -6,9 +6,9 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <thread>
 #include <exception>
 #include <optional>
+#include <thread>
 
 #include "core/spin_wait.h"
 #include "exec/compiled_step.h"
@@ -59,9 +59,7 @@ struct Block {
       cv.notify_all();
     }
   }
-  bool settled(const CompiledStep& c) const {
-    return remaining.load() == 0 || failed.load() || c.got_failure.load();
-  }
+  bool settled(const CompiledStep& c) const { return remaining.load() == 0 || failed.load() || c.got_failure.load(); }
 };
 
 bool run_job(CompiledStep& c, std::size_t id) {
@@ -107,12 +105,13 @@ void run_concurrent_iteration(const std::shared_ptr<CompiledStep>& c) {
   block->cv.wait(lk, [&] { return block->settled(*c); });
   if (block->remaining.load() != 0) {
     // A failure: siblings were cancelled; give the ones blocked in operators time to return.
-    const bool stopped = block->cv.wait_for(lk, c->ctx.options.exception_timeout, [&] { return block->remaining.load() == 0; });
+    const bool stopped =
+        block->cv.wait_for(lk, c->ctx.options.exception_timeout, [&] { return block->remaining.load() == 0; });
     if (!stopped) {
       c->ctx.abandoned.store(true);
       keep_forever(c);
-      throw RuntimeError(fmt::format("failed to stop concurrent workers after exception: {}",
-                                     exception_text(c->first_exception())));
+      throw RuntimeError(
+          fmt::format("failed to stop concurrent workers after exception: {}", exception_text(c->first_exception())));
     }
   }
   lk.unlock();
@@ -148,8 +147,8 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     const bool sequential = (!step.concurrent_substeps.value_or(false) || step.substep.size() <= 1) &&
                             step.num_concurrent_instances.value_or(1) <= 1;
     // Decided once per run of the step (Concurrency::automatic reads the CPUs this thread may use).
-    const bool on_fibers = !sequential && c.fiber_safe && concurrent_jobs(c) <= kMaxFiberJobs &&
-                           runs_on_fibers(c.ctx.options.concurrency);
+    const bool on_fibers =
+        !sequential && c.fiber_safe && concurrent_jobs(c) <= kMaxFiberJobs && runs_on_fibers(c.ctx.options.concurrency);
     for (int64_t iter = 0; c.keep_going(iter); ++iter) {
       if (sequential) {
         for (auto& sub : c.recurring) {
@@ -252,8 +251,7 @@ struct RunState {
 };
 
 void run_steps(RunState& st, const RunOptions& options) {
-  const bool reuse =
-      st.reusable && st.ws.chain_generation() == st.generation_after && st.ctx->plan_ws_nets_intact();
+  const bool reuse = st.reusable && st.ws.chain_generation() == st.generation_after && st.ctx->plan_ws_nets_intact();
   st.reusable = false;
   if (reuse) {
     st.ctx->options = options;
@@ -275,8 +273,8 @@ void run_steps(RunState& st, const RunOptions& options) {
       if (i == st.wrappers.size()) st.wrappers.push_back(std::make_shared<StepWrapper>(steps[i], &st.ws, ctx));
       StepWrapper* wrapper = st.wrappers[i].get();
       // Destroyed before the wrapper, so the callback never outlives it.
-      auto sub = options.cancel ? options.cancel->subscribe([wrapper] { wrapper->cancel(); })
-                                : CancelToken::Subscription{};
+      auto sub =
+          options.cancel ? options.cancel->subscribe([wrapper] { wrapper->cancel(); }) : CancelToken::Subscription{};
       execute(*wrapper);
     } catch (...) {
       if (ctx.abandoned.load()) {
@@ -364,8 +362,7 @@ const PlanDef& PreparedPlan::plan() const noexcept { return *state_->plan; }
 Workspace& PreparedPlan::workspace() const noexcept { return state_->run.ws; }
 int64_t PreparedPlan::num_instantiations() const noexcept { return state_->run.instantiations; }
 
-void run_step(Workspace& ws, const ExecutionStepDef& step, const std::vector<NetDef>& nets,
-              const RunOptions& options) {
+void run_step(Workspace& ws, const ExecutionStepDef& step, const std::vector<NetDef>& nets, const RunOptions& options) {
   PlanDef plan;
   plan.name = step.name;
   plan.network = nets;

@@ -68,7 +68,8 @@ std::optional<double> read_cgroup_cpu_limit() {
     } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
       for_cgroup_and_parents(path, [&](const std::string& dir) {
         const std::string base = "/sys/fs/cgroup/" + controllers + dir;
-        take(cpu_limit_from_cfs(read_small_file(base + "/cpu.cfs_quota_us"), read_small_file(base + "/cpu.cfs_period_us")));
+        take(cpu_limit_from_cfs(read_small_file(base + "/cpu.cfs_quota_us"),
+                                read_small_file(base + "/cpu.cfs_period_us")));
       });
     }
   }
@@ -80,9 +81,8 @@ std::optional<double> read_cgroup_cpu_limit() {
 std::size_t cgroup_cpu_cap() noexcept {
   static std::atomic<int64_t> read_at_ns{INT64_MIN};
   static std::atomic<std::size_t> cap{0};
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const int64_t last = read_at_ns.load(std::memory_order_relaxed);
   if (last != INT64_MIN && now - last < 1'000'000'000) return cap.load(std::memory_order_relaxed);
   std::size_t c = 0;

@@ -9,12 +9,12 @@
 #include <limits>
 #include <memory>
 
+#include "io/xxh3_fast.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/ops/blobs_queue.h"
 #include "moka/ops/counter.h"
 #include "moka/ops/tree_cursor.h"
-#include "io/xxh3_fast.h"
 
 // XXH3 comes from io/xxh3_fast.h: the widest vector unit the CPU has (xxHash used header-only).
 
@@ -117,13 +117,13 @@ std::vector<ChunkPlan> plan_chunks(const Tensor& t, const SerializeOptions& opt)
     chunks.push_back({0, 0, 0});
     return chunks;
   }
-  if (opt.chunk_size < kNoChunking)
-    throw InvalidInput(fmt::format("chunk_size must be >= -1, got {}", opt.chunk_size));
+  if (opt.chunk_size < kNoChunking) throw InvalidInput(fmt::format("chunk_size must be >= -1, got {}", opt.chunk_size));
   const bool unchunked = opt.chunk_size == kNoChunking;
-  const uint64_t per_chunk = unchunked ? numel
+  const uint64_t per_chunk = unchunked                             ? numel
                              : opt.chunk_size == kDefaultChunkSize ? uint64_t{kDefaultTensorChunkElements}
                                                                    : static_cast<uint64_t>(opt.chunk_size);
-  const uint64_t max_bytes = unchunked ? std::numeric_limits<uint64_t>::max() : std::max<uint64_t>(opt.max_chunk_bytes, 1);
+  const uint64_t max_bytes =
+      unchunked ? std::numeric_limits<uint64_t>::max() : std::max<uint64_t>(opt.max_chunk_bytes, 1);
   if (t.dtype() != DType::String) {
     const uint64_t item = dtype_size(t.dtype());
     const uint64_t n = std::max<uint64_t>(1, std::min(per_chunk, max_bytes / item));
@@ -139,7 +139,8 @@ std::vector<ChunkPlan> plan_chunks(const Tensor& t, const SerializeOptions& opt)
   for (uint64_t i = 0; i < numel; ++i) {
     const auto& s = strings[i];
     if (s.size() > std::numeric_limits<uint32_t>::max())
-      throw InvalidInput(fmt::format("string element {} is {} bytes long; the format's limit is 4 GiB - 1", i, s.size()));
+      throw InvalidInput(
+          fmt::format("string element {} is {} bytes long; the format's limit is 4 GiB - 1", i, s.size()));
     if (c > 0 && (c == per_chunk || bytes >= max_bytes)) {
       chunks.push_back({b, c, bytes});
       b = i;
@@ -268,10 +269,10 @@ void serialize_tensor(std::string_view name, const Tensor& t, ByteSink& out, con
 
 [[noreturn]] void throw_no_serializer(std::string_view name, const Blob& blob) {
   if (blob.is_type<BlobsQueuePtr>())
-    throw InvalidInput(fmt::format(
-        "No known serializer for BlobsQueue (blob \"{}\"): queues are not serializable, as in Caffe2; "
-        "leave queue blobs out of the blobs to save",
-        name));
+    throw InvalidInput(
+        fmt::format("No known serializer for BlobsQueue (blob \"{}\"): queues are not serializable, as in Caffe2; "
+                    "leave queue blobs out of the blobs to save",
+                    name));
   throw InvalidInput(fmt::format(
       "No known serializer for {} (blob \"{}\"); register one with BlobSerializerRegistry::register_serializer",
       blob.type_name(), name));
@@ -309,8 +310,7 @@ uint64_t xxh3_64(std::span<const std::byte> bytes, uint64_t seed) noexcept {
 std::string RecordHeader::key() const { return key_of(name, kind, chunk_index); }
 
 std::string RecordHeader::describe() const {
-  if (kind == RecordKind::TensorChunk)
-    return fmt::format("blob \"{}\" chunk {} of {}", name, chunk_index, chunk_count);
+  if (kind == RecordKind::TensorChunk) return fmt::format("blob \"{}\" chunk {} of {}", name, chunk_index, chunk_count);
   return fmt::format("blob \"{}\" ({})", name, type_name);
 }
 
@@ -378,12 +378,12 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
                            : fmt::format("truncated: the data ends {} bytes into a record header", got));
   if (std::string_view(buf, 4) != kBlobRecordMagic)
     throw corrupt(fmt::format("bad magic {:02x} {:02x} {:02x} {:02x} (expected \"MKBR\"): not a moka blob record",
-                              static_cast<uint8_t>(buf[0]), static_cast<uint8_t>(buf[1]),
-                              static_cast<uint8_t>(buf[2]), static_cast<uint8_t>(buf[3])));
+                              static_cast<uint8_t>(buf[0]), static_cast<uint8_t>(buf[1]), static_cast<uint8_t>(buf[2]),
+                              static_cast<uint8_t>(buf[3])));
   const uint16_t version = load_le<uint16_t>(buf + 4);
   if (version == 0 || version > kBlobFormatVersion)
-    throw corrupt(fmt::format("unsupported format version {} (this build reads versions 1 to {})", version,
-                              kBlobFormatVersion));
+    throw corrupt(
+        fmt::format("unsupported format version {} (this build reads versions 1 to {})", version, kBlobFormatVersion));
   RecordHeader h;
   const uint8_t kind = static_cast<uint8_t>(buf[6]);
   const uint8_t flags = static_cast<uint8_t>(buf[7]);
@@ -401,8 +401,8 @@ RecordHeader read_record_header(ByteSource& in, std::string_view where) {
     buf = large.get();
   }
   if (!read_full(in, {reinterpret_cast<std::byte*>(buf) + kFixedHeaderSize, h.header_size - kFixedHeaderSize}, got))
-    throw corrupt(fmt::format("truncated: the data ends {} bytes into a {}-byte record header",
-                              kFixedHeaderSize + got, h.header_size));
+    throw corrupt(fmt::format("truncated: the data ends {} bytes into a {}-byte record header", kFixedHeaderSize + got,
+                              h.header_size));
   h.header_checksum = load_le<uint64_t>(buf + h.header_size - kChecksumSize);
   const uint64_t computed = xxh3_64(as_bytes(std::string_view(buf, h.header_size - kChecksumSize)));
   if (computed != h.header_checksum)
@@ -507,8 +507,7 @@ void BlobAssembler::adopt(const RecordHeader& h, Blob& whole) {
 
 void BlobAssembler::add_unchecked(const RecordHeader& h, ByteSource& in) {
   if (complete_) fail(fmt::format("{}: the blob is already complete; this record is extra", h.describe()));
-  if (!name_.empty() && h.name != name_)
-    fail(fmt::format("{}: expected a record of blob \"{}\"", h.describe(), name_));
+  if (!name_.empty() && h.name != name_) fail(fmt::format("{}: expected a record of blob \"{}\"", h.describe(), name_));
   name_ = h.name;
   if (h.kind == RecordKind::TensorChunk)
     add_tensor_chunk(h, in);
@@ -531,8 +530,8 @@ std::string read_payload(ByteSource& in, uint64_t size, const What& what) {
     out.resize(old + piece);
     std::size_t got = 0;
     if (!read_full(in, {reinterpret_cast<std::byte*>(out.data()) + old, piece}, got))
-      throw CorruptData(fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what(),
-                                    old + got, size));
+      throw CorruptData(
+          fmt::format("{}: truncated: the data ends {} bytes into a {}-byte payload", what(), old + got, size));
   }
   return out;
 }
@@ -577,16 +576,18 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
   // Memory: sizeof(std::string) per string. Stored: strings take at least their 4-byte length.
   const uint64_t stored_item = h.dtype == DType::String ? 4 : item;
   if (item != 0 && numel > options_.max_tensor_bytes / item)
-    fail(fmt::format("{}: shape {} of {} needs more than {} bytes; refusing (a corrupt size, or raise "
-                     "DeserializeOptions::max_tensor_bytes)",
-                     what(), shape_string(h.shape), dtype_name(h.dtype), options_.max_tensor_bytes));
+    fail(
+        fmt::format("{}: shape {} of {} needs more than {} bytes; refusing (a corrupt size, or raise "
+                    "DeserializeOptions::max_tensor_bytes)",
+                    what(), shape_string(h.shape), dtype_name(h.dtype), options_.max_tensor_bytes));
   if (stored_item != 0 && stream_limit_ && numel > *stream_limit_ / stored_item)
     fail(fmt::format("{}: shape {} of {} needs more bytes than the {} the data holds (truncated or corrupt)", what(),
                      shape_string(h.shape), dtype_name(h.dtype), *stream_limit_));
   if (h.chunk_count == 0 || h.chunk_count > std::max<uint64_t>(numel, 1) || h.chunk_index >= h.chunk_count)
     fail(fmt::format("{}: impossible chunk numbering for {} elements", what(), numel));
   if (h.elem_begin > numel || h.elem_count > numel - h.elem_begin || (numel > 0 && h.elem_count == 0))
-    fail(fmt::format("{}: element range [{}, +{}) does not fit {} elements", what(), h.elem_begin, h.elem_count, numel));
+    fail(
+        fmt::format("{}: element range [{}, +{}) does not fit {} elements", what(), h.elem_begin, h.elem_count, numel));
   if (h.dtype != DType::String && h.payload_size != h.elem_count * item)
     fail(fmt::format("{}: payload is {} bytes, {} elements of {} need {}", what(), h.payload_size, h.elem_count,
                      dtype_name(h.dtype), h.elem_count * item));
@@ -620,7 +621,8 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
       strings[e].assign(payload.data() + pos, n);
       pos += n;
     }
-    if (pos != payload.size()) fail(fmt::format("{}: {} bytes left over after the strings", what(), payload.size() - pos));
+    if (pos != payload.size())
+      fail(fmt::format("{}: {} bytes left over after the strings", what(), payload.size() - pos));
   } else if (h.payload_size > 0) {
     // Straight into the tensor's storage, hashed piece by piece while the bytes are still in cache.
     if (auto left = in.remaining(); left && *left < h.payload_size)
@@ -657,7 +659,8 @@ void BlobAssembler::add_tensor_chunk(const RecordHeader& h, ByteSource& in) {
     std::sort(ranges_.begin(), ranges_.end());
     uint64_t next = 0;
     for (const auto& [b, c] : ranges_) {
-      if (b != next) fail(fmt::format("blob \"{}\": chunk element ranges overlap or leave a gap at element {}", h.name, next));
+      if (b != next)
+        fail(fmt::format("blob \"{}\": chunk element ranges overlap or leave a gap at element {}", h.name, next));
       next = b + c;
     }
     if (next != numel) fail(fmt::format("blob \"{}\": chunks cover {} of {} elements", h.name, next, numel));
@@ -788,10 +791,9 @@ void BlobSerializerRegistry::register_type(std::string type_name, const TypeInfo
                                            DeserializeFn deserialize) {
   if (type_name.empty()) throw InvalidInput("register_serializer: the type name must not be empty");
   if (type_name.rfind("moka.", 0) == 0)
-    throw InvalidInput(fmt::format("register_serializer: type names starting with \"moka.\" are reserved (got \"{}\")",
-                                   type_name));
-  if (&type == &type_info_of<Tensor>())
-    throw InvalidInput("register_serializer: Tensor has a built-in serializer");
+    throw InvalidInput(
+        fmt::format("register_serializer: type names starting with \"moka.\" are reserved (got \"{}\")", type_name));
+  if (&type == &type_info_of<Tensor>()) throw InvalidInput("register_serializer: Tensor has a built-in serializer");
   if (!serialize || !deserialize)
     throw InvalidInput(fmt::format("register_serializer(\"{}\"): both functions are required", type_name));
   auto e = std::make_shared<Entry>(Entry{std::move(type_name), &type, std::move(serialize), std::move(deserialize)});

@@ -39,8 +39,8 @@ std::string expand_user(const std::string& path) {
 void check_db_type(const std::string& db_type) {
   const auto known = registered_db_types();
   if (std::find(known.begin(), known.end(), lower(db_type)) == known.end())
-    throw InvalidInput(fmt::format("db_type [{}] is not available. Choose one of these: {}.", db_type,
-                                   fmt::join(known, ", ")));
+    throw InvalidInput(
+        fmt::format("db_type [{}] is not available. Choose one of these: {}.", db_type, fmt::join(known, ", ")));
 }
 
 // os.path.basename(db_path).rsplit('.', 1)[0]
@@ -58,8 +58,7 @@ schema::Field columns_schema(const std::string& db_path, const std::string& db_t
                              const std::vector<std::string>& field_names) {
   check_db_type(db_type);
   if (!field_names.empty()) return schema::from_column_list(field_names);
-  if (!std::filesystem::exists(db_path))
-    throw InvalidInput(fmt::format("db_path [{}] does not exist", db_path));
+  if (!std::filesystem::exists(db_path)) throw InvalidInput(fmt::format("db_path [{}] does not exist", db_path));
   std::set<std::string> names;
   auto db = open_db(db_type, db_path, DbMode::Read);
   for (auto c = db->new_cursor(); c->valid(); c->next()) names.emplace(blob_name_from_key(c->key()));
@@ -77,8 +76,7 @@ schema::Field schema_of(const std::shared_ptr<Reader>& original_reader) {
 DBFileReader::DBFileReader(std::string db_path, std::string db_type, DBFileReaderOptions options)
     : DBFileReader(db_path, db_type, options, columns_schema(expand_user(db_path), db_type, options.field_names)) {}
 
-DBFileReader::DBFileReader(std::string db_path, std::string db_type, DBFileReaderOptions options,
-                           schema::Field schema)
+DBFileReader::DBFileReader(std::string db_path, std::string db_type, DBFileReaderOptions options, schema::Field schema)
     : Reader(schema),
       db_path_(expand_user(db_path)),
       db_type_(std::move(db_type)),

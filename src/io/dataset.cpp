@@ -34,9 +34,9 @@ class DatasetReader final : public Reader {
     // Idempotent: a reader given an init net has its cursor already; the pipe's task init then
     // adds nothing (so the cursor survives between runs).
     if (cursor_) return;
-    cursor_ = init_net.op("CreateTreeCursor", {}, {init_net.next_scoped_blob(name_)},
-                          {{"fields", dataset_.field_names()}})
-                  .single();
+    cursor_ =
+        init_net.op("CreateTreeCursor", {}, {init_net.next_scoped_blob(name_)}, {{"fields", dataset_.field_names()}})
+            .single();
   }
 
   ReadOutput read(Net& read_net) override {
@@ -95,8 +95,7 @@ class DatasetWriter final : public Writer {
     // refuse it now, naming both schemas (Caffe2 only compared the counts).
     if (schema_ && schema_->field_names() != content_.field_names())
       throw InvalidInput(fmt::format("Dataset writer: the record's fields [{}] differ from the dataset's [{}]",
-                                     fmt::join(schema_->field_names(), ", "),
-                                     fmt::join(content_.field_names(), ", ")));
+                                     fmt::join(schema_->field_names(), ", "), fmt::join(content_.field_names(), ", ")));
     return Writer::write_ex(fields, std::move(local_init_net), std::move(local_finish_net), stop_blob);
   }
 
@@ -165,9 +164,9 @@ DatasetRandomReader::DatasetRandomReader(const Dataset& dataset, const DatasetRa
 
 void DatasetRandomReader::setup_ex(Net init_net, std::optional<Net> /*exit_net*/) {
   if (cursor_) return;
-  cursor_ = init_net.op("CreateTreeCursor", {}, {init_net.next_scoped_blob(name_)},
-                        {{"fields", dataset_.field_names()}})
-                .single();
+  cursor_ =
+      init_net.op("CreateTreeCursor", {}, {init_net.next_scoped_blob(name_)}, {{"fields", dataset_.field_names()}})
+          .single();
 }
 
 void DatasetRandomReader::reset(Net& net) {
@@ -194,8 +193,8 @@ void DatasetRandomReader::sort_and_shuffle(Net& net, const std::string& sort_by_
   reset(net);
   std::vector<BlobRef> inputs{*cursor_};
   for (const auto& b : dataset_.get_blobs()) inputs.push_back(b);
-  std::vector<Arg> args{{"sort_by_field_idx", sort_by_field_idx}, {"shuffle_size", shuffle_size},
-                        {"batch_size", batch_size}};
+  std::vector<Arg> args{
+      {"sort_by_field_idx", sort_by_field_idx}, {"shuffle_size", shuffle_size}, {"batch_size", batch_size}};
   for (auto& a : extra_args) args.push_back(std::move(a));
   indices_ = net.op("SortAndShuffle", inputs, {BlobRef(scoped_name("indices"))}, std::move(args)).single();
 }

@@ -19,9 +19,12 @@ namespace moka {
 
 std::string_view to_string(DbMode mode) {
   switch (mode) {
-    case DbMode::New: return "new";
-    case DbMode::Write: return "write";
-    case DbMode::Read: return "read";
+    case DbMode::New:
+      return "new";
+    case DbMode::Write:
+      return "write";
+    case DbMode::Read:
+      return "read";
   }
   return "?";
 }
@@ -31,9 +34,9 @@ void Cursor::throw_bad_value_range(uint64_t offset, uint64_t n, uint64_t size) {
 }
 
 void Transaction::throw_put_open(std::string_view call) const {
-  throw RuntimeError(fmt::format(
-      "transaction {}: the put of key '{}' is still open ({} of {} bytes; begin_put without end_put)", call,
-      open_key_, got_, declared_));
+  throw RuntimeError(
+      fmt::format("transaction {}: the put of key '{}' is still open ({} of {} bytes; begin_put without end_put)", call,
+                  open_key_, got_, declared_));
 }
 
 void Transaction::begin_put(std::string_view key, uint64_t value_size) {
@@ -65,8 +68,8 @@ void Transaction::end_put() {
   if (got_ != declared_) {
     do_abandon_put();
     throw RuntimeError(fmt::format(
-        "transaction put of key '{}': end_put after {} of the declared {} value bytes; the put is abandoned",
-        open_key_, got_, declared_));
+        "transaction put of key '{}': end_put after {} of the declared {} value bytes; the put is abandoned", open_key_,
+        got_, declared_));
   }
   do_end_put(open_key_);
 }

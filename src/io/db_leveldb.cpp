@@ -96,8 +96,8 @@ class LevelDb final : public DB {
     struct stat sb {};
     const bool exists = ::stat(path.c_str(), &sb) == 0;
     if (exists && !S_ISDIR(sb.st_mode))
-      throw RuntimeError(fmt::format("leveldb db '{}' ({} mode): the path exists and is not a directory", path,
-                                     to_string(mode)));
+      throw RuntimeError(
+          fmt::format("leveldb db '{}' ({} mode): the path exists and is not a directory", path, to_string(mode)));
     if (mode == DbMode::Read && !exists)
       throw NotFound(fmt::format("Cannot open db: {} (db_type leveldb, read mode): no such directory", path));
     if (mode == DbMode::New && exists) {
@@ -148,8 +148,6 @@ class LevelDb final : public DB {
 
 }  // namespace
 
-std::unique_ptr<DB> open_leveldb(const std::string& path, DbMode mode) {
-  return std::make_unique<LevelDb>(path, mode);
-}
+std::unique_ptr<DB> open_leveldb(const std::string& path, DbMode mode) { return std::make_unique<LevelDb>(path, mode); }
 
 }  // namespace moka::detail

@@ -43,9 +43,10 @@ void check_not_truncated(MDB_env* env, const std::string& path, const std::strin
   const unsigned long long needed =
       (static_cast<unsigned long long>(info.me_last_pgno) + 1) * static_cast<unsigned long long>(stat.ms_psize);
   if (static_cast<unsigned long long>(sb.st_size) < needed)
-    throw CorruptData(fmt::format("lmdb db '{}': {} is truncated: {} bytes, but its meta page uses {} pages of {} "
-                                  "bytes ({} bytes)",
-                                  path, data, sb.st_size, info.me_last_pgno + 1, stat.ms_psize, needed));
+    throw CorruptData(
+        fmt::format("lmdb db '{}': {} is truncated: {} bytes, but its meta page uses {} pages of {} "
+                    "bytes ({} bytes)",
+                    path, data, sb.st_size, info.me_last_pgno + 1, stat.ms_psize, needed));
 }
 
 MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
@@ -156,12 +157,13 @@ class LmdbTransaction final : public Transaction {
     txn_ = nullptr;
     failed_ = true;
     if (rc == MDB_BAD_VALSIZE)
-      throw InvalidInput(fmt::format("lmdb db '{}': key '{}' of {} bytes is not allowed (LMDB keys are 1 to {} bytes); "
-                                     "the transaction was aborted",
-                                     env_->path, printable_key(key), key.size(), mdb_env_get_maxkeysize(env_->env)));
+      throw InvalidInput(
+          fmt::format("lmdb db '{}': key '{}' of {} bytes is not allowed (LMDB keys are 1 to {} bytes); "
+                      "the transaction was aborted",
+                      env_->path, printable_key(key), key.size(), mdb_env_get_maxkeysize(env_->env)));
     if (rc == MDB_MAP_FULL)
-      throw RuntimeError(fmt::format("lmdb db '{}' is full (map size {} GiB); the transaction was aborted",
-                                     env_->path, env_->map_size >> 30));
+      throw RuntimeError(fmt::format("lmdb db '{}' is full (map size {} GiB); the transaction was aborted", env_->path,
+                                     env_->map_size >> 30));
     fail(env_->path, fmt::format("put of key '{}' failed; the transaction was aborted", printable_key(key)), rc);
   }
 
@@ -174,8 +176,8 @@ class LmdbTransaction final : public Transaction {
     if (rc == 0) return;
     failed_ = true;
     if (rc == MDB_MAP_FULL)
-      throw RuntimeError(fmt::format("lmdb db '{}' is full (map size {} GiB); the commit failed", env_->path,
-                                     env_->map_size >> 30));
+      throw RuntimeError(
+          fmt::format("lmdb db '{}' is full (map size {} GiB); the commit failed", env_->path, env_->map_size >> 30));
     fail(env_->path, "commit failed", rc);
   }
 
@@ -197,8 +199,8 @@ class LmdbDb final : public DB {
     struct stat sb {};
     const bool exists = ::stat(path.c_str(), &sb) == 0;
     if (exists && !S_ISDIR(sb.st_mode))
-      throw RuntimeError(fmt::format("lmdb db '{}' ({} mode): the path exists and is not a directory", path,
-                                     to_string(mode)));
+      throw RuntimeError(
+          fmt::format("lmdb db '{}' ({} mode): the path exists and is not a directory", path, to_string(mode)));
     if (mode == DbMode::Read) {
       if (::stat(data.c_str(), &sb) != 0)
         throw NotFound(fmt::format("Cannot open db: {} (db_type lmdb, read mode): no {}", path, data));

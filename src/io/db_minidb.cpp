@@ -1,6 +1,7 @@
 // minidb: moka's single-file DB. Records carry XXH3-64 checksums, a key-sorted index and a trailer at
-// the end of the file, and a commit publishes atomically (tmp file, fsync, rename, directory fsync). See docs/db-backends.md.
-// Readers map the file and hand out views into the mapping (pread into a buffer where mapping fails).
+// the end of the file, and a commit publishes atomically (tmp file, fsync, rename, directory fsync). See
+// docs/db-backends.md. Readers map the file and hand out views into the mapping (pread into a buffer where mapping
+// fails).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -19,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "moka/core/error.h"
-#include "moka/io/db.h"
 #include "io/write_behind.h"
 #include "io/xxh3_fast.h"
+#include "moka/core/error.h"
+#include "moka/io/db.h"
 
 // Header-only use of xxHash for the small hashes (headers, index, chain); record payloads go through
 // io/xxh3_fast.h, which uses the widest vector unit the CPU has.
@@ -247,8 +248,8 @@ void populate(const MiniFile& f, uint64_t off, uint64_t n, uint64_t next_off, ui
     if (err == EINTR) return;  // the reader faults the pages in itself
     // EINVAL: a kernel before 5.14; ENOMEM/EIO are reported as they are.
     if (err != EINVAL)
-      throw RuntimeError(fmt::format("minidb file '{}': reading bytes {}..{} failed: {}", f.path, off, off + n,
-                                     errno_text(err)));
+      throw RuntimeError(
+          fmt::format("minidb file '{}': reading bytes {}..{} failed: {}", f.path, off, off + n, errno_text(err)));
   }
 #else
   (void)off;
@@ -271,8 +272,8 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw RuntimeError(fmt::format("minidb path '{}' is not a regular file", path));
   f->file_size = static_cast<uint64_t>(st.st_size);
   if (f->file_size < kHeaderSize + kTrailerSize)
-    corrupt(path, fmt::format("{} bytes, shorter than an empty minidb ({} bytes)", f->file_size,
-                              kHeaderSize + kTrailerSize));
+    corrupt(path,
+            fmt::format("{} bytes, shorter than an empty minidb ({} bytes)", f->file_size, kHeaderSize + kTrailerSize));
 
   // Map the whole file; the checks below then read the mapping. Every record is bounds-checked
   // against the size we mapped, so no view ever reaches past the mapping.
@@ -285,7 +286,7 @@ std::shared_ptr<MiniFile> open_mini_file(const std::string& path) {
   if (get_u64(header + 24) != hash_header(header, 24, 0)) corrupt(path, "file header checksum mismatch");
   if (get_u32(header + 8) != kVersion)
     throw CorruptData(fmt::format("minidb file '{}' has format version {}, this moka reads version {}", path,
-                                   get_u32(header + 8), kVersion));
+                                  get_u32(header + 8), kVersion));
 
   if (f->map) populate(*f, f->file_size - kTrailerSize, kTrailerSize, 0, 0);
   char trailer[kTrailerSize];
@@ -345,7 +346,8 @@ uint64_t scan_records(const MiniFile& f, std::vector<uint64_t>* offsets) {
   uint64_t n = 0;
   while (off < f.data_end) {
     const auto where = [n] { return fmt::format("record #{} in file order", n); };
-    if (f.data_end - off < kRecordHeaderSize) corrupt(f.path, fmt::format("{} at offset {} is cut short", where(), off));
+    if (f.data_end - off < kRecordHeaderSize)
+      corrupt(f.path, fmt::format("{} at offset {} is cut short", where(), off));
     char rh[kRecordHeaderSize];
     if (f.map) populate(f, off, kRecordHeaderSize, 0, 0);
     std::memcpy(rh, bytes_at(f, off, kRecordHeaderSize, scratch), kRecordHeaderSize);
@@ -414,7 +416,8 @@ class MiniCursor final : public Cursor {
   void read_value(uint64_t offset, std::span<std::byte> dst) override {
     if (!valid()) throw RuntimeError("minidb cursor: read_value() on an invalid cursor");
     const IndexEntry& e = f_->index[pos_];
-    if (offset > e.value_len || dst.size() > e.value_len - offset) throw_bad_value_range(offset, dst.size(), e.value_len);
+    if (offset > e.value_len || dst.size() > e.value_len - offset)
+      throw_bad_value_range(offset, dst.size(), e.value_len);
     if (!prefix_) load_prefix();
     const uint64_t value_at = e.offset + kRecordHeaderSize + e.key.size();
     size_t done = 0;
@@ -586,8 +589,8 @@ class MiniWriter {
     struct stat st {};
     const bool exists = ::stat(path_.c_str(), &st) == 0;
     if (exists && S_ISDIR(st.st_mode))
-      throw RuntimeError(fmt::format("Cannot open file: {} (db_type minidb, {} mode): it is a directory", path_,
-                                     to_string(mode_)));
+      throw RuntimeError(
+          fmt::format("Cannot open file: {} (db_type minidb, {} mode): it is a directory", path_, to_string(mode_)));
     try {
       if (mode_ == DbMode::Write && exists) {
         // Append = copy the committed data into a fresh tmp file; the published file is never modified.
@@ -722,9 +725,10 @@ class MiniWriter {
   void check_open() const {
     if (closed_) throw RuntimeError(fmt::format("minidb '{}': the DB is closed", path_));
     if (!broken_.empty())
-      throw RuntimeError(fmt::format("minidb '{}': an earlier write failed ({}); nothing more can be written or "
-                                     "committed through this DB object",
-                                     path_, broken_));
+      throw RuntimeError(
+          fmt::format("minidb '{}': an earlier write failed ({}); nothing more can be written or "
+                      "committed through this DB object",
+                      path_, broken_));
   }
   void check_writable(std::string_view key) {
     check_open();
@@ -806,7 +810,8 @@ class MiniWriter {
     loff_t in = 0;
     uint64_t left = data_end;
     while (left > 0) {
-      const ssize_t n = ::copy_file_range(src, &in, fd_.get(), nullptr, static_cast<size_t>(std::min<uint64_t>(left, 1u << 30)), 0);
+      const ssize_t n =
+          ::copy_file_range(src, &in, fd_.get(), nullptr, static_cast<size_t>(std::min<uint64_t>(left, 1u << 30)), 0);
       if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
         copy_by_hand(src, static_cast<uint64_t>(in), left);
         break;
@@ -853,8 +858,7 @@ class MiniWriter {
   }
 
   void hand_over_buffer() {
-    if (!behind_)
-      behind_ = std::make_unique<WriteBehind>(fd_.get(), what_tmp(), kWritesInFlight * kWriteBufferSize);
+    if (!behind_) behind_ = std::make_unique<WriteBehind>(fd_.get(), what_tmp(), kWritesInFlight * kWriteBufferSize);
     const uint64_t at = pos_ - buf_.size();
     guarded([&] { behind_->write(at, std::move(buf_)); });
     // After write(), which waited for room if the writer was behind: a buffer it finished is spare
@@ -931,10 +935,10 @@ class MiniWriter {
   std::string path_;
   std::string tmp_path_;
   DbMode mode_;
-  Fd fd_;                  // the tmp file being written; empty right after a publish
-  Fd published_fd_;        // the last published file (read-only), source of the next copy
+  Fd fd_;            // the tmp file being written; empty right after a publish
+  Fd published_fd_;  // the last published file (read-only), source of the next copy
   uint64_t published_data_end_ = 0;
-  uint64_t pos_ = 0;       // logical end of the tmp file (buffer and queued writes included)
+  uint64_t pos_ = 0;                     // logical end of the tmp file (buffer and queued writes included)
   std::string buf_;                      // bytes [pos_ - size, pos_) not yet handed to behind_
   std::unique_ptr<WriteBehind> behind_;  // the writer thread of fd_, started by the first full buffer
   struct FreeState {
@@ -1026,8 +1030,8 @@ class MiniDb final : public DB {
     if (scan_records(*f, &offsets) != f->data_hash) corrupt(path(), "whole-file checksum mismatch");
     for (size_t i = 0; i < f->index.size(); ++i) {
       if (!std::binary_search(offsets.begin(), offsets.end(), f->index[i].offset))
-        corrupt(path(), fmt::format("index entry {} (key '{}') does not point at a record", i,
-                                    printable_key(f->index[i].key)));
+        corrupt(path(),
+                fmt::format("index entry {} (key '{}') does not point at a record", i, printable_key(f->index[i].key)));
     }
     // Keys: each live record's key must match its index entry.
     MiniCursor c(f);

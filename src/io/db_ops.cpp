@@ -108,8 +108,7 @@ void register_db_ops(OperatorRegistry& reg) {
               .arg("strip_prefix", ArgType::String,
                    "stored names lose everything up to and including the first occurrence of this")
               .arg("blob_name_overrides", ArgType::Strings, "stored name of each input (one per input)")
-              .arg("chunk_size", ArgType::Int, "tensor elements per record: 0 default (1,000,000), -1 no chunking",
-                   "0")
+              .arg("chunk_size", ArgType::Int, "tensor elements per record: 0 default (1,000,000), -1 no chunking", "0")
               .doc("Writes the input blobs into a new DB (an existing DB at the path is replaced), all in one "
                    "transaction that is committed durably. Tensors are stored in chunks under \"<name>#%<i>\", "
                    "other blobs (counters, cursors) under \"<name>\". See docs/save-load.md."),

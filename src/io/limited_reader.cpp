@@ -30,9 +30,10 @@ BlobRef const_false(Net& net, std::optional<BlobRef> out = std::nullopt) {
 void check_seconds(const char* who, const char* arg, const char* meaning, double secs) {
   constexpr double kTwoTo63 = 9223372036854775808.0;  // 2^63: int64 nanoseconds must stay below it
   if (!(secs >= 0) || !std::isfinite(secs) || !(secs * 1e9 < kTwoTo63))
-    throw InvalidInput(fmt::format("{}: argument \"{}\" = {}: {} must be >= 0 seconds{} and finite, and its "
-                                   "nanoseconds must fit int64 (at most {} s)",
-                                   who, arg, secs, arg, meaning, static_cast<int64_t>(kTwoTo63 / 1e9)));
+    throw InvalidInput(
+        fmt::format("{}: argument \"{}\" = {}: {} must be >= 0 seconds{} and finite, and its "
+                    "nanoseconds must fit int64 (at most {} s)",
+                    who, arg, secs, arg, meaning, static_cast<int64_t>(kTwoTo63 / 1e9)));
 }
 
 }  // namespace
@@ -115,7 +116,8 @@ ReadNets ReaderWithLimitBase::read_ex(Net local_init_net, Net local_finish_net) 
 ReaderWithLimit::ReaderWithLimit(std::shared_ptr<Reader> reader, std::optional<int64_t> num_iter)
     : ReaderWithLimitBase(std::move(reader)), num_iter_(num_iter) {
   if (num_iter_ && *num_iter_ < 0)
-    throw InvalidInput(fmt::format("ReaderWithLimit: num_iter must be >= 0 (or unset for no limit), got {}", *num_iter_));
+    throw InvalidInput(
+        fmt::format("ReaderWithLimit: num_iter must be >= 0 (or unset for no limit), got {}", *num_iter_));
   if (num_iter_) counter_ = name_net_.add_external_input(name_net_.next_name("counter"));
 }
 
@@ -172,14 +174,14 @@ void ReaderWithDelay::setup_ex(Net init_net, std::optional<Net> exit_net) {
 ReadNets ReaderWithDelay::read_ex(Net /*local_init_net*/, Net /*local_finish_net*/) {
   Net read_net("reader_body");
   const auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(delay_);
-  read_net.op(kCallableOpType, {}, 0,
-              {{"token", register_callable([delay] {
-                  return CallableFn([delay](std::span<Blob* const>, std::span<Blob* const>) {
-                    BlockingScope blocking;  // a sleeping reader must not hold a pool slot
-                    // Cancellable: a delay of hours must not outlive a cancelled run.
-                    if (!callable_sleep_for(delay)) throw Cancelled("ReaderWithDelay: cancelled during its delay");
-                  });
-                })}});
+  read_net.op(kCallableOpType, {}, 0, {{"token", register_callable([delay] {
+                                          return CallableFn([delay](std::span<Blob* const>, std::span<Blob* const>) {
+                                            BlockingScope blocking;  // a sleeping reader must not hold a pool slot
+                                            // Cancellable: a delay of hours must not outlive a cancelled run.
+                                            if (!callable_sleep_for(delay))
+                                              throw Cancelled("ReaderWithDelay: cancelled during its delay");
+                                          });
+                                        })}});
   ReadOutput out = reader_->read(read_net);
   return ReadNets{{read_net}, out.should_stop, out.fields};
 }
@@ -188,7 +190,8 @@ ReadNets ReaderWithDelay::read_ex(Net /*local_init_net*/, Net /*local_finish_net
 
 namespace {
 
-schema::Field composite_schema(const std::vector<std::string>& names, const std::vector<std::shared_ptr<Reader>>& readers) {
+schema::Field composite_schema(const std::vector<std::string>& names,
+                               const std::vector<std::shared_ptr<Reader>>& readers) {
   if (names.size() != readers.size())
     throw InvalidInput(fmt::format("CompositeReader: {} names but {} readers", names.size(), readers.size()));
   std::vector<std::pair<std::string, schema::Field>> fields;
@@ -247,7 +250,8 @@ CompositeReaderBuilder::CompositeReaderBuilder(std::vector<std::string> names,
                                                std::vector<std::shared_ptr<ReaderBuilder>> builders)
     : names_(std::move(names)), builders_(std::move(builders)) {
   if (names_.size() != builders_.size())
-    throw InvalidInput(fmt::format("CompositeReaderBuilder: {} names but {} builders", names_.size(), builders_.size()));
+    throw InvalidInput(
+        fmt::format("CompositeReaderBuilder: {} names but {} builders", names_.size(), builders_.size()));
   if (builders_.empty()) throw InvalidInput("CompositeReaderBuilder: no builders");
   for (std::size_t i = 0; i < builders_.size(); ++i)
     if (!builders_[i]) throw InvalidInput(fmt::format("CompositeReaderBuilder: builder \"{}\" is null", names_[i]));

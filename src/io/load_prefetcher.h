@@ -51,8 +51,7 @@ class LoadPrefetcher {
   /// @brief A prefetcher with helpers running, or null when the DB is not indexed, threads < 2,
   /// or the wanted records hold fewer than `min_bytes` bytes. Returns null rather than throwing
   /// when something goes wrong: the caller then loads alone and meets the problem itself.
-  static std::unique_ptr<LoadPrefetcher> start(DB& db, const Wanted& wanted, std::size_t threads,
-                                               uint64_t min_bytes);
+  static std::unique_ptr<LoadPrefetcher> start(DB& db, const Wanted& wanted, std::size_t threads, uint64_t min_bytes);
   ~LoadPrefetcher();
   LoadPrefetcher(const LoadPrefetcher&) = delete;
   LoadPrefetcher& operator=(const LoadPrefetcher&) = delete;

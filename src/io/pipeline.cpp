@@ -44,10 +44,10 @@ Net clone_and_bind(const Net& net, const std::string& prefix, std::map<std::stri
     for (const auto& n : orig_names)
       if (std::find(in_names.begin(), in_names.end(), n) == in_names.end()) diff.push_back(n);
     if (!diff.empty())
-      throw InvalidInput(fmt::format("Schemas don't match, extra fields [{}] found in the net {}. original: [{}]; "
-                                     "inputs: [{}]",
-                                     fmt::join(diff, ", "), net.name(), fmt::join(orig_names, ", "),
-                                     fmt::join(in_names, ", ")));
+      throw InvalidInput(
+          fmt::format("Schemas don't match, extra fields [{}] found in the net {}. original: [{}]; "
+                      "inputs: [{}]",
+                      fmt::join(diff, ", "), net.name(), fmt::join(orig_names, ", "), fmt::join(in_names, ", ")));
     const auto orig_blobs = original->field_blobs();
     const auto in_blobs = inputs->field_blobs();
     for (std::size_t i = 0; i < in_names.size(); ++i) {
@@ -88,7 +88,8 @@ Net clone_and_bind(const Net& net, const std::string& prefix, std::map<std::stri
 
 BlobRef const_false_into(Net& net, const BlobRef& blob) {
   return net
-      .op("ConstantFill", {}, {blob}, {{"shape", std::vector<int64_t>{}}, {"value", int64_t{0}}, {"dtype", DType::Bool}})
+      .op("ConstantFill", {}, {blob},
+          {{"shape", std::vector<int64_t>{}}, {"value", int64_t{0}}, {"dtype", DType::Bool}})
       .single();
 }
 
@@ -167,7 +168,8 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
                                    o.num_runtime_threads));
   if (o.num_threads > 1 && o.num_runtime_threads > 1)
     throw InvalidInput("Only one of num_threads or num_runtime_threads must be set.");
-  if (o.capacity && *o.capacity <= 0) throw InvalidInput(fmt::format("pipe: capacity must be > 0, got {}", *o.capacity));
+  if (o.capacity && *o.capacity <= 0)
+    throw InvalidInput(fmt::format("pipe: capacity must be > 0, got {}", *o.capacity));
   if (o.capacity && !o.output.empty()) throw InvalidInput("capacity would not be used.");
 
   std::shared_ptr<Reader> reader = input.reader();
@@ -175,11 +177,13 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
 
   if (o.num_threads == 0 || o.num_runtime_threads == 0) {
     if (!o.output.empty())
-      throw InvalidInput("pipe: with num_threads = 0 no Task is made and the processing reader is returned; "
-                         "output must not be given");
+      throw InvalidInput(
+          "pipe: with num_threads = 0 no Task is made and the processing reader is returned; "
+          "output must not be given");
     if (o.capacity)
-      throw InvalidInput("pipe: with num_threads = 0 no Task or queue is made and the processing reader is returned, "
-                         "so capacity would not be used.");
+      throw InvalidInput(
+          "pipe: with num_threads = 0 no Task or queue is made and the processing reader is returned, "
+          "so capacity would not be used.");
     return PipeBuild{ReaderSource(reader), std::nullopt};
   }
 
@@ -232,26 +236,25 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
     made = task;
   } else {
     // Caffe2's _runtime_threads_task: the body runs in num_runtime_threads task instances.
-    Task task({.name = name, .group = o.group, .num_instances = o.num_runtime_threads, .outputs = final_outputs},
-              [&] {
-                Net global_exit_net("pipe:exit");
-                Net global_init_net("pipe:init");
-                reader->setup_ex(global_init_net, global_exit_net);
-                Net init_net("pipe:instance:init");
-                Net exit_net("pipe:instance:exit");
-                ThreadNets tn = thread_nets(*reader, o, init_net, exit_net, profiler_name, [&] {
-                  std::shared_ptr<Writer> writer;
-                  std::tie(out_queue, writer) = init_output(o.output, o.capacity, global_init_net, global_exit_net);
-                  return writer;
-                });
-                ops::task_init([&] { ops::net(global_init_net); });
-                ops::task_instance_init([&] { ops::net(init_net); });
-                ops::net(execution_step("body", tn.body, {.should_stop_blob = tn.status}));
-                // Ends the timer the stopping iteration left running.
-                ops::net(tn.timer_end);
-                ops::task_instance_exit([&] { ops::net(exit_net); });
-                ops::task_exit([&] { ops::net(global_exit_net); });
-              });
+    Task task({.name = name, .group = o.group, .num_instances = o.num_runtime_threads, .outputs = final_outputs}, [&] {
+      Net global_exit_net("pipe:exit");
+      Net global_init_net("pipe:init");
+      reader->setup_ex(global_init_net, global_exit_net);
+      Net init_net("pipe:instance:init");
+      Net exit_net("pipe:instance:exit");
+      ThreadNets tn = thread_nets(*reader, o, init_net, exit_net, profiler_name, [&] {
+        std::shared_ptr<Writer> writer;
+        std::tie(out_queue, writer) = init_output(o.output, o.capacity, global_init_net, global_exit_net);
+        return writer;
+      });
+      ops::task_init([&] { ops::net(global_init_net); });
+      ops::task_instance_init([&] { ops::net(init_net); });
+      ops::net(execution_step("body", tn.body, {.should_stop_blob = tn.status}));
+      // Ends the timer the stopping iteration left running.
+      ops::net(tn.timer_end);
+      ops::task_instance_exit([&] { ops::net(exit_net); });
+      ops::task_exit([&] { ops::net(global_exit_net); });
+    });
     made = task;
   }
   return PipeBuild{out_queue, made};
@@ -352,8 +355,8 @@ ReadNets ProcessingReader::read_ex(Net local_init_net, Net local_finish_net) {
   nb.build([&] { result = processor_(rec); });
   const auto& children = nb.get();
   if (result.nets && !children.empty())
-    throw InvalidInput(fmt::format("Cannot both use `ops` syntax and return a list of nets. (processor {})",
-                                   processor_.name()));
+    throw InvalidInput(
+        fmt::format("Cannot both use `ops` syntax and return a list of nets. (processor {})", processor_.name()));
   std::vector<StepOrNet> proc_nets = result.nets ? *result.nets : children_as_steps(children);
 
   ReadNets out;

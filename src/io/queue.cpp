@@ -98,8 +98,8 @@ Queue::Queue(int64_t capacity, const QueueOptions& options)
   if (num_dequeue_records_ <= 0)
     throw InvalidInput(fmt::format("Queue: num_dequeue_records must be > 0, got {}", num_dequeue_records_));
   if (!std::isfinite(timeout_secs_) || timeout_secs_ < 0)
-    throw InvalidInput(fmt::format("Queue: timeout_secs must be a finite number >= 0 (0 waits for ever), got {}",
-                                   timeout_secs_));
+    throw InvalidInput(
+        fmt::format("Queue: timeout_secs must be a finite number >= 0 (0 waits for ever), got {}", timeout_secs_));
   // A unique blob name: the net name is made unique in the process (queue, queue_1, ...).
   Net net(options.name.empty() ? std::string("queue") : options.name);
   queue_ = net.add_external_input(net.next_name("handler"));
@@ -122,8 +122,7 @@ std::vector<StepOrNet> Queue::setup(Net& init_net) {
               {{"capacity", capacity_}, {"num_blobs", static_cast<int64_t>(names.size())}, {"field_names", names}});
   // Reset with the queue on every run: the writer tasks built so far, less the last one (whose
   // CountDown finds 0 and closes).
-  if (num_writer_tasks_ > 0)
-    init_net.op("CreateCounter", {}, {writers_left_}, {{"init_count", num_writer_tasks_ - 1}});
+  if (num_writer_tasks_ > 0) init_net.op("CreateCounter", {}, {writers_left_}, {{"init_count", num_writer_tasks_ - 1}});
   set_up_ = true;
   return {};
 }

@@ -58,8 +58,9 @@ ReaderStep Reader::execution_step(const std::string& reader_net_name,
   ReadOutput r = read(reader_net);
   BlobRef should_stop = r.should_stop;
   if (external_should_stop) should_stop = reader_net.op("Or", {*external_should_stop, should_stop}).single();
-  ExecutionStep step = moka::execution_step(fmt::format("{}_step", reader_net_name.empty() ? "reader" : reader_net_name),
-                                            reader_net, {.should_stop_blob = should_stop});
+  ExecutionStep step =
+      moka::execution_step(fmt::format("{}_step", reader_net_name.empty() ? "reader" : reader_net_name), reader_net,
+                           {.should_stop_blob = should_stop});
   std::optional<schema::Field> record;
   if (has_schema()) record = schema::from_blob_list(schema(), r.fields);
   return ReaderStep{step, r.fields, record};

@@ -129,8 +129,8 @@ void check_load_spec(const LoadSpec& spec) {
   if (spec.db_type.empty()) throw InvalidInput("Must specify a db type.");
   if (spec.dbs.empty()) throw InvalidInput("Must specify a db name.");
   if (spec.load_threads > kMaxLoadThreads)
-    throw InvalidInput(fmt::format("load_threads must be at most {} (0: automatic), got {}", kMaxLoadThreads,
-                                   spec.load_threads));
+    throw InvalidInput(
+        fmt::format("load_threads must be at most {} (0: automatic), got {}", kMaxLoadThreads, spec.load_threads));
   std::set<std::string> dbs;
   for (const auto& db : spec.dbs) {
     if (db.empty()) throw InvalidInput("Db name should not be empty.");
@@ -186,9 +186,9 @@ SaveLoadStats save_bound_blobs(const SaveSpec& spec, const std::string& path, co
 
 SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::vector<std::string>& paths,
                                const std::vector<Blob*>& outputs) {
-  const std::string all_dbs = paths.size() == 1 ? where_db("Load from", spec.db_type, paths.empty() ? "" : paths[0])
-                                                : fmt::format("Load from {} dbs \"{}\"", spec.db_type,
-                                                              fmt::join(paths, "\", \""));
+  const std::string all_dbs = paths.size() == 1
+                                  ? where_db("Load from", spec.db_type, paths.empty() ? "" : paths[0])
+                                  : fmt::format("Load from {} dbs \"{}\"", spec.db_type, fmt::join(paths, "\", \""));
   with_context(all_dbs, [&] {
     check_load_spec(spec);
     if (paths.size() != spec.dbs.size())
@@ -301,9 +301,10 @@ SaveLoadStats load_bound_blobs(Workspace& ws, const LoadSpec& spec, const std::v
                 throw InvalidInput(tensor ? fmt::format("Found an extra part for an already filled tensor: {}", key)
                                           : fmt::format("Blob duplicated: {}", key));
               if (!fresh && tensor != p.is_tensor)
-                throw InvalidInput(fmt::format("Must be tensor {} (a tensor chunk and a non-tensor record share the "
-                                               "name)",
-                                               key));
+                throw InvalidInput(
+                    fmt::format("Must be tensor {} (a tensor chunk and a non-tensor record share the "
+                                "name)",
+                                key));
               p.is_tensor = tensor;
               if (tensor) {
                 p.total = numel_of(h.shape);
@@ -367,8 +368,8 @@ SaveLoadStats save_blobs(Workspace& ws, const SaveSpec& spec) {
   for (const auto& name : spec.blob_names) {
     const Blob* b = ws.get_blob(name);
     if (b == nullptr)
-      throw NotFound(fmt::format("{}: Encountered a non-existing input blob: {}", where_db("Save to", spec.db_type, path),
-                                 name));
+      throw NotFound(
+          fmt::format("{}: Encountered a non-existing input blob: {}", where_db("Save to", spec.db_type, path), name));
     blobs.push_back(b);
   }
   return detail::save_bound_blobs(spec, path, blobs);

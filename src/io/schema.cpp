@@ -43,8 +43,7 @@ struct FieldNode {
       out.push_back(prefix);
       return;
     }
-    for (const auto& [name, c] : children)
-      c->names(prefix.empty() ? name : prefix + kFieldSeparator + name, out);
+    for (const auto& [name, c] : children) c->names(prefix.empty() ? name : prefix + kFieldSeparator + name, out);
   }
 
   void scalars(const std::shared_ptr<FieldNode>& self, std::vector<std::shared_ptr<FieldNode>>& out) const {
@@ -122,7 +121,8 @@ std::vector<BlobRef> Field::field_blobs() const {
 
 bool Field::has_blobs() const {
   const auto scalars = scalar_nodes(node_);
-  return !scalars.empty() && std::all_of(scalars.begin(), scalars.end(), [](const auto& n) { return n->blob.has_value(); });
+  return !scalars.empty() &&
+         std::all_of(scalars.begin(), scalars.end(), [](const auto& n) { return n->blob.has_value(); });
 }
 
 std::vector<std::optional<DType>> Field::field_types() const {
@@ -153,7 +153,8 @@ bool Field::has_field(std::string_view name) const {
   while (true) {
     const auto sep = name.find(kFieldSeparator);
     const std::string_view head = name.substr(0, sep);
-    const auto it = std::find_if(n->children.begin(), n->children.end(), [&](const auto& c) { return c.first == head; });
+    const auto it =
+        std::find_if(n->children.begin(), n->children.end(), [&](const auto& c) { return c.first == head; });
     if (it == n->children.end()) return false;
     n = it->second.get();
     if (sep == std::string_view::npos) return true;
@@ -167,12 +168,13 @@ Field Field::field(std::string_view name) const {
   while (true) {
     const auto sep = rest.find(kFieldSeparator);
     const std::string_view head = rest.substr(0, sep);
-    const auto it = std::find_if(n->children.begin(), n->children.end(), [&](const auto& c) { return c.first == head; });
+    const auto it =
+        std::find_if(n->children.begin(), n->children.end(), [&](const auto& c) { return c.first == head; });
     if (it == n->children.end()) {
       std::vector<std::string> have;
       for (const auto& c : n->children) have.push_back(c.first);
-      throw NotFound(fmt::format("Field \"{}\" not found in {} (fields there: [{}])", name, repr(),
-                                 fmt::join(have, ", ")));
+      throw NotFound(
+          fmt::format("Field \"{}\" not found in {} (fields there: [{}])", name, repr(), fmt::join(have, ", ")));
     }
     n = it->second;
     if (sep == std::string_view::npos) return Field(n);
@@ -194,9 +196,10 @@ void Field::set(const BlobRef& blob, bool unsafe) {
   if (node_->kind != FieldKind::Scalar) throw InvalidInput(fmt::format("set(): {} is not a Scalar", repr()));
   if (blob.empty()) throw InvalidInput(fmt::format("set(): an empty BlobRef for {}", repr()));
   if (node_->blob && !unsafe)
-    throw InvalidInput(fmt::format("Scalar should be considered immutable: {} already has a blob; pass unsafe = true "
-                                   "to replace it with {}",
-                                   repr(), blob.name()));
+    throw InvalidInput(
+        fmt::format("Scalar should be considered immutable: {} already has a blob; pass unsafe = true "
+                    "to replace it with {}",
+                    repr(), blob.name()));
   node_->blob = blob;
 }
 
@@ -228,8 +231,8 @@ Struct::Struct(const std::vector<std::pair<std::string, Field>>& fields) {
   for (const auto& [name, f] : fields) {
     if (name.empty()) throw InvalidInput("Struct: a field name is empty");
     if (name.find(kFieldSeparator) != std::string::npos)
-      throw InvalidInput(fmt::format("Struct: field name \"{}\" contains '{}'; nest a Struct instead", name,
-                                     kFieldSeparator));
+      throw InvalidInput(
+          fmt::format("Struct: field name \"{}\" contains '{}'; nest a Struct instead", name, kFieldSeparator));
     for (const auto& existing : node_->children)
       if (existing.first == name) throw InvalidInput(fmt::format("Struct: duplicate field name \"{}\"", name));
     node_->children.emplace_back(name, FieldNode::node(f));
@@ -245,8 +248,8 @@ List::List(const Field& values, std::optional<BlobRef> lengths_blob) {
 Field from_column_list(const std::vector<std::string>& column_names,
                        const std::vector<std::optional<DType>>& column_types) {
   if (!column_types.empty() && column_types.size() != column_names.size())
-    throw InvalidInput(fmt::format("from_column_list: {} column names but {} column types", column_names.size(),
-                                   column_types.size()));
+    throw InvalidInput(
+        fmt::format("from_column_list: {} column names but {} column types", column_names.size(), column_types.size()));
   std::vector<std::pair<std::string, Field>> fields;
   for (std::size_t i = 0; i < column_names.size(); ++i)
     fields.emplace_back(column_names[i], Scalar(column_types.empty() ? std::nullopt : column_types[i]));
@@ -333,8 +336,7 @@ Field ConstRecord(Net& net, const Field& data) {
   const auto blobs = record.field_blobs();
   const auto names = data.field_names();
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!values[i].value())
-      throw InvalidInput(fmt::format("ConstRecord: field \"{}\" has no value", names[i]));
+    if (!values[i].value()) throw InvalidInput(fmt::format("ConstRecord: field \"{}\" has no value", names[i]));
     const_tensor(net, *values[i].value(), blobs[i]);
   }
   return record;
@@ -378,7 +380,8 @@ void FeedRecord(const Field& record, const Field& data, Workspace& ws) {
   const auto names = data.field_names();
   const auto scalars = data.all_scalars();
   for (std::size_t i = 0; i < scalars.size(); ++i) {
-    if (!scalars[i].value()) throw InvalidInput(fmt::format("FeedRecord: field \"{}\" of the data has no value", names[i]));
+    if (!scalars[i].value())
+      throw InvalidInput(fmt::format("FeedRecord: field \"{}\" of the data has no value", names[i]));
     values.push_back(*scalars[i].value());
   }
   FeedRecord(record, values, ws);
@@ -391,7 +394,8 @@ Field FetchRecord(const Field& record, const Workspace& ws) {
     const Blob* blob = ws.get_blob(b.name());
     if (!blob) throw NotFound(fmt::format("FetchRecord: blob \"{}\" does not exist", b.name()));
     const Tensor* t = blob->tensor_or_null();
-    if (!t) throw TypeError(fmt::format("FetchRecord: blob \"{}\" holds {}, not a tensor", b.name(), blob->type_name()));
+    if (!t)
+      throw TypeError(fmt::format("FetchRecord: blob \"{}\" holds {}, not a tensor", b.name(), blob->type_name()));
     s.set_value(*t);
   }
   return out;

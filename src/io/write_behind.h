@@ -70,8 +70,8 @@ class WriteBehind {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> pushed_{0};    // jobs queued so far (the writer thread spins on it)
   std::atomic<uint64_t> finished_{0};  // jobs done so far (write() spins on it for room)
-  std::string error_;               // the first failure; empty: none
-  std::vector<std::string> spares_;  // storage of finished writes, for spare_buffer()
+  std::string error_;                  // the first failure; empty: none
+  std::vector<std::string> spares_;    // storage of finished writes, for spare_buffer()
   std::thread thread_;
 };
 

@@ -30,9 +30,11 @@ void create_durably(const fs::path& dir, const std::string& wanted) {
   if (fs::is_directory(dir, ec)) return;
   if (dir.has_parent_path() && dir.parent_path() != dir) create_durably(dir.parent_path(), wanted);
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    throw RuntimeError(fmt::format("cannot create checkpoint directory '{}': {}: {}", wanted, dir.string(), errno_text(errno)));
+    throw RuntimeError(
+        fmt::format("cannot create checkpoint directory '{}': {}: {}", wanted, dir.string(), errno_text(errno)));
   if (!fs::is_directory(dir, ec))
-    throw RuntimeError(fmt::format("cannot create checkpoint directory '{}': {} exists and is not a directory", wanted, dir.string()));
+    throw RuntimeError(
+        fmt::format("cannot create checkpoint directory '{}': {} exists and is not a directory", wanted, dir.string()));
   fsync_parent_dir(dir.string());
 }
 
@@ -85,8 +87,8 @@ void CheckpointDirLock::lock(int operation, const std::string& dir, const std::s
   if (err == EWOULDBLOCK) {
     std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string("unknown");
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    throw RuntimeError(fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds {})",
-                                   dir, pid, lock_path));
+    throw RuntimeError(fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds {})", dir,
+                                   pid, lock_path));
   }
   throw RuntimeError(fmt::format("checkpoint directory '{}': cannot lock {}: {}", dir, lock_path, errno_text(err)));
 }

@@ -35,8 +35,8 @@ CheckpointManager::CheckpointManager(std::string db_prefix, std::string node_nam
     : CheckpointManager(Flavor{}, std::move(db_prefix), std::move(node_name), std::move(db_type),
                         std::move(metadata_handler)) {}
 
-CheckpointManager::CheckpointManager(Flavor flavor, std::string db_prefix, std::string node_name,
-                                     std::string db_type, std::shared_ptr<CheckpointMetadataHandler> metadata_handler)
+CheckpointManager::CheckpointManager(Flavor flavor, std::string db_prefix, std::string node_name, std::string db_type,
+                                     std::shared_ptr<CheckpointMetadataHandler> metadata_handler)
     : flavor_(std::move(flavor)),
       db_prefix_(std::move(db_prefix)),
       node_name_(std::move(node_name)),
@@ -133,8 +133,7 @@ Task CheckpointManager::timed_task(const std::string& cp_op_name, const std::fun
         timer = ops::TimerBegin({}, {timer_blob}, {{"counter_name", node_name_}});
       });
       add_op();
-      ops::task_exit(
-          [&] { current_checkpoint_duration_ = final_output(ops::TimerGetAndEnd(timer, {duration_blob})); });
+      ops::task_exit([&] { current_checkpoint_duration_ = final_output(ops::TimerGetAndEnd(timer, {duration_blob})); });
     });
   });
   return *task;
@@ -217,8 +216,8 @@ TaskGroup CheckpointManager::init_task_group(const std::vector<std::string>& nod
                                              const std::optional<std::string>& path_type) {
   // Checked before the group exists, so a refused init leaves no stray task behind.
   if (nodes.size() != 1)
-    throw InvalidInput(fmt::format("{} only supports single node. (got {} nodes: {})", flavor_.class_name,
-                                   nodes.size(), repr_list(nodes)));
+    throw InvalidInput(fmt::format("{} only supports single node. (got {} nodes: {})", flavor_.class_name, nodes.size(),
+                                   repr_list(nodes)));
   return TaskGroup(WorkspaceType::Global, [&] { init(nodes, retrieve_from_epoch, path_prefix, path_type); });
 }
 
@@ -237,8 +236,8 @@ bool CheckpointManager::load_blobs_locally(const std::vector<std::string>& nodes
                                            const std::vector<std::string>& blob_names, int64_t epoch,
                                            Session& session) {
   if (nodes.size() > 1)
-    throw InvalidInput(fmt::format("{} only supports single node. (got {} nodes: {})", flavor_.class_name,
-                                   nodes.size(), repr_list(nodes)));
+    throw InvalidInput(fmt::format("{} only supports single node. (got {} nodes: {})", flavor_.class_name, nodes.size(),
+                                   repr_list(nodes)));
   if (nodes.size() == 1 && run_node_.empty()) run_node_ = nodes.front();
   Task exists = check_db_exists(epoch);
   session.run(exists);

@@ -78,8 +78,7 @@ std::string read_whole_file(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (ec) throw NotFound(fmt::format("cannot open checkpoint manifest '{}': {}", path, ec.message()));
   // Opening a FIFO would wait for a writer for ever.
-  if (!fs::is_regular_file(st))
-    throw CorruptData(fmt::format("checkpoint manifest '{}' is not a regular file", path));
+  if (!fs::is_regular_file(st)) throw CorruptData(fmt::format("checkpoint manifest '{}' is not a regular file", path));
   try {
     return read_definition_file(path, "checkpoint manifest", kMaxManifestBytes);
   } catch (const InvalidInput& e) {
@@ -132,9 +131,10 @@ std::string bad_component(std::string_view name) {
 void check_checkpoint_node_name(std::string_view node) {
   const std::string why = bad_component(node);
   if (!why.empty())
-    throw InvalidInput(fmt::format("node name \"{}\" cannot name a checkpoint file: {} (a checkpoint directory "
-                                   "holds `<node>.<epoch>` files and nothing outside it)",
-                                   node, why));
+    throw InvalidInput(
+        fmt::format("node name \"{}\" cannot name a checkpoint file: {} (a checkpoint directory "
+                    "holds `<node>.<epoch>` files and nothing outside it)",
+                    node, why));
 }
 
 std::string to_json(const CheckpointManifest& manifest) {
@@ -146,12 +146,8 @@ std::string to_json(const CheckpointManifest& manifest) {
                          {"bytes", f.digest.bytes},
                          {"xxh3", hex64(f.digest.xxh3)}});
   }
-  Json j{{"format", kManifestFormat},
-         {"version", kManifestVersion},
-         {"epoch", manifest.epoch},
-         {"db_type", manifest.db_type},
-         {"stop", manifest.stop},
-         {"job", manifest.job},
+  Json j{{"format", kManifestFormat},   {"version", kManifestVersion}, {"epoch", manifest.epoch},
+         {"db_type", manifest.db_type}, {"stop", manifest.stop},       {"job", manifest.job},
          {"files", std::move(files)}};
   j["checksum"] = manifest_checksum(j);
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -169,7 +165,8 @@ CheckpointManifest manifest_from_json(std::string_view text, std::string_view wh
   }
   try {
     if (!j.is_object()) throw bad("not a JSON object");
-    if (j.value("format", std::string()) != kManifestFormat) throw bad("\"format\" is not \"moka-checkpoint-manifest\"");
+    if (j.value("format", std::string()) != kManifestFormat)
+      throw bad("\"format\" is not \"moka-checkpoint-manifest\"");
     if (!j.contains("version") || !j["version"].is_number_integer()) throw bad("no integer \"version\"");
     if (j["version"].get<int64_t>() != kManifestVersion) {
       throw bad(fmt::format("version {} is not supported (this moka reads version {})", j["version"].get<int64_t>(),
@@ -283,16 +280,17 @@ std::string name_in_dir(const std::string& dir, const std::string& db, int64_t e
   const fs::path file = fs::absolute(fs::path(db)).lexically_normal();
   auto strip = [](fs::path p) { return p.has_filename() ? p : p.parent_path(); };
   if (strip(file.parent_path()) != strip(base) || !bad_component(file.filename().string()).empty())
-    throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: the DB '{}' of node '{}' does not lie in the "
-                                   "checkpoint directory '{}' (a checkpoint directory must be self-contained)",
-                                   epoch, db, node, dir));
+    throw InvalidInput(
+        fmt::format("cannot commit checkpoint epoch {}: the DB '{}' of node '{}' does not lie in the "
+                    "checkpoint directory '{}' (a checkpoint directory must be self-contained)",
+                    epoch, db, node, dir));
   return file.filename().string();
 }
 }  // namespace
 
 CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
-                                     const std::vector<std::pair<std::string, std::string>>& node_dbs,
-                                     bool stop, const std::string& job) {
+                                     const std::vector<std::pair<std::string, std::string>>& node_dbs, bool stop,
+                                     const std::string& job) {
   if (epoch < 0) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: epochs are >= 0", epoch));
   if (node_dbs.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", epoch));
   if (db_type.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no db_type", epoch));
@@ -343,8 +341,8 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, cons
     if (std::none_of(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; })) {
       std::vector<std::string> has;
       for (const auto& f : m.files) has.push_back(f.node);
-      throw CorruptData(fmt::format("checkpoint epoch {} has no file for node '{}' (manifest '{}' has {})", epoch,
-                                    node, path, fmt::join(has, ", ")));
+      throw CorruptData(fmt::format("checkpoint epoch {} has no file for node '{}' (manifest '{}' has {})", epoch, node,
+                                    path, fmt::join(has, ", ")));
     }
   }
   for (const auto& f : m.files) {
@@ -353,15 +351,15 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, cons
     try {
       actual = digest_db(m.db_type, db);
     } catch (Error& e) {
-      throw CorruptData(fmt::format("checkpoint epoch {}: {} DB '{}' of node '{}' cannot be read: {}", epoch,
-                                    m.db_type, db, f.node, e.what()));
+      throw CorruptData(fmt::format("checkpoint epoch {}: {} DB '{}' of node '{}' cannot be read: {}", epoch, m.db_type,
+                                    db, f.node, e.what()));
     }
     if (actual != f.digest) {
-      throw CorruptData(fmt::format(
-          "checkpoint epoch {}: {} DB '{}' of node '{}' does not match manifest '{}' "
-          "(records {} vs {}, bytes {} vs {}, xxh3 {} vs {})",
-          epoch, m.db_type, db, f.node, path, actual.records, f.digest.records, actual.bytes, f.digest.bytes,
-          hex64(actual.xxh3), hex64(f.digest.xxh3)));
+      throw CorruptData(
+          fmt::format("checkpoint epoch {}: {} DB '{}' of node '{}' does not match manifest '{}' "
+                      "(records {} vs {}, bytes {} vs {}, xxh3 {} vs {})",
+                      epoch, m.db_type, db, f.node, path, actual.records, f.digest.records, actual.bytes,
+                      f.digest.bytes, hex64(actual.xxh3), hex64(f.digest.xxh3)));
     }
   }
   return m;
@@ -387,15 +385,15 @@ void uncommit_checkpoint(const std::string& dir, int64_t epoch) {
   if (::unlink(path.c_str()) == 0) {
     detail::fsync_parent_dir(path);
   } else if (errno != ENOENT) {
-    throw RuntimeError(fmt::format("cannot uncommit checkpoint epoch {}: removing {} failed: {}", epoch, path,
-                                   std::strerror(errno)));
+    throw RuntimeError(
+        fmt::format("cannot uncommit checkpoint epoch {}: removing {} failed: {}", epoch, path, std::strerror(errno)));
   }
 }
 
 std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy) {
   if (policy.keep_last < 0 || policy.keep_every < 0) {
-    throw InvalidInput(fmt::format("retention: keep_last ({}) and keep_every ({}) must be >= 0", policy.keep_last,
-                                   policy.keep_every));
+    throw InvalidInput(
+        fmt::format("retention: keep_last ({}) and keep_every ({}) must be >= 0", policy.keep_last, policy.keep_every));
   }
   std::vector<int64_t> deleted;
   if (policy.keep_last == 0) return deleted;
@@ -459,15 +457,17 @@ std::string reasons(const std::vector<std::pair<int64_t, std::string>>& skipped)
 // A resume from `m` must read it with its own backend and, when both are recorded, the same job.
 void check_resumable(const std::string& dir, const CheckpointManifest& m, const ResumeRequest& request) {
   if (!request.db_type.empty() && !db_types_equal(request.db_type, m.db_type))
-    throw InvalidInput(fmt::format("checkpoint epoch {} in '{}' was written with db_type '{}', not '{}': the "
-                                   "backend of a checkpoint is fixed when it is written (leave the db type out to "
-                                   "use the checkpoint's)",
-                                   m.epoch, dir, m.db_type, request.db_type));
+    throw InvalidInput(
+        fmt::format("checkpoint epoch {} in '{}' was written with db_type '{}', not '{}': the "
+                    "backend of a checkpoint is fixed when it is written (leave the db type out to "
+                    "use the checkpoint's)",
+                    m.epoch, dir, m.db_type, request.db_type));
   if (!request.accept_changed_job && !request.job.empty() && !m.job.empty() && request.job != m.job)
-    throw InvalidInput(fmt::format("checkpoint epoch {} in '{}' was written by another job (job digest {}, this job's "
-                                   "is {}); resuming it with this job needs an explicit override "
-                                   "(--accept-changed-job, ResumeRequest::accept_changed_job)",
-                                   m.epoch, dir, m.job, request.job));
+    throw InvalidInput(
+        fmt::format("checkpoint epoch {} in '{}' was written by another job (job digest {}, this job's "
+                    "is {}); resuming it with this job needs an explicit override "
+                    "(--accept-changed-job, ResumeRequest::accept_changed_job)",
+                    m.epoch, dir, m.job, request.job));
 }
 }  // namespace
 
@@ -488,15 +488,17 @@ ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeReques
       return choice;
     }
     if (!committed.empty() && request.existing != ExistingCheckpoints::discard)
-      throw InvalidInput(fmt::format("checkpoint directory '{}' holds {} committed epoch(s) and none of them "
-                                     "verifies, so there is nothing to resume from ({}); starting over would "
-                                     "overwrite them: pass --start-over (ExistingCheckpoints::discard) to discard them",
-                                     dir, committed.size(), reasons(choice.skipped)));
+      throw InvalidInput(
+          fmt::format("checkpoint directory '{}' holds {} committed epoch(s) and none of them "
+                      "verifies, so there is nothing to resume from ({}); starting over would "
+                      "overwrite them: pass --start-over (ExistingCheckpoints::discard) to discard them",
+                      dir, committed.size(), reasons(choice.skipped)));
   } else if (!committed.empty() && request.existing == ExistingCheckpoints::refuse) {
-    throw InvalidInput(fmt::format("checkpoint directory '{}' already holds committed checkpoints (newest: epoch "
-                                   "{}); a run from scratch would overwrite them: resume with --resume latest, or "
-                                   "pass --start-over (ExistingCheckpoints::discard) to discard them",
-                                   dir, committed.back()));
+    throw InvalidInput(
+        fmt::format("checkpoint directory '{}' already holds committed checkpoints (newest: epoch "
+                    "{}); a run from scratch would overwrite them: resume with --resume latest, or "
+                    "pass --start-over (ExistingCheckpoints::discard) to discard them",
+                    dir, committed.back()));
   }
   if (request.existing == ExistingCheckpoints::discard) (void)discard_checkpoints(dir);
   return choice;

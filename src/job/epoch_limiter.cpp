@@ -11,7 +11,8 @@
 namespace moka {
 
 TaskOutput epoch_limiter(Job& job, int64_t num_epochs) {
-  if (num_epochs < 1) throw InvalidInput(fmt::format("epoch_limiter: num_epochs must be at least 1, got {}", num_epochs));
+  if (num_epochs < 1)
+    throw InvalidInput(fmt::format("epoch_limiter: num_epochs must be at least 1, got {}", num_epochs));
   BlobRef counter;
   job.init_group([&] {
     Net init_net("epoch_counter_init");

@@ -40,8 +40,8 @@ TaskGroup& Job::exit_group() { return state_->exit_group; }
 
 void Job::with_group(TaskGroup& group, const char* which, const std::function<void()>& body) {
   if (state_->compiled)
-    throw InvalidInput(fmt::format("Job is compiled: its {} cannot take more tasks (compile() froze every group)",
-                                   which));
+    throw InvalidInput(
+        fmt::format("Job is compiled: its {} cannot take more tasks (compile() froze every group)", which));
   with_context(group, body);
 }
 
@@ -55,7 +55,8 @@ void Job::exit_group(const std::function<void()>& body) { with_group(state_->exi
 TaskOutput Job::add_stop_condition(const BlobRef& blob) {
   if (blob.empty()) throw InvalidInput("Job.add_stop_condition: the stop condition blob has no name");
   if (state_->compiled)
-    throw InvalidInput(fmt::format("Job is compiled: cannot add stop condition \"{}\" to its epoch_group", blob.name()));
+    throw InvalidInput(
+        fmt::format("Job is compiled: cannot add stop condition \"{}\" to its epoch_group", blob.name()));
   Task t({.group = &state_->epoch_group, .outputs = {TaskOutput(blob)}});
   TaskOutput out = t.outputs().front();
   state_->stop_conditions.push_back(out);

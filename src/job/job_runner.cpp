@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <memory>
 
+#include "job/background_save.h"
+#include "job/checkpoint_dir_lock.h"
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
 #include "moka/exec/job_check.h"
 #include "moka/session/local_session.h"
 #include "moka/session/session.h"
-#include "job/background_save.h"
-#include "job/checkpoint_dir_lock.h"
 
 namespace moka {
 
@@ -35,11 +35,16 @@ bool truth_of(const TaskOutput& output) {
   if (t.numel() != 1)
     throw InvalidInput(fmt::format("JobRunner: stop condition \"{}\" must hold one value, got {}", name, t.describe()));
   switch (t.dtype()) {
-    case DType::Bool: return t.item<bool>();
-    case DType::Int32: return t.item<int32_t>() != 0;
-    case DType::Int64: return t.item<int64_t>() != 0;
-    case DType::Float: return t.item<float>() != 0;
-    case DType::Double: return t.item<double>() != 0;
+    case DType::Bool:
+      return t.item<bool>();
+    case DType::Int32:
+      return t.item<int32_t>() != 0;
+    case DType::Int64:
+      return t.item<int64_t>() != 0;
+    case DType::Float:
+      return t.item<float>() != 0;
+    case DType::Double:
+      return t.item<double>() != 0;
     default:
       throw InvalidInput(
           fmt::format("JobRunner: stop condition \"{}\" must be a bool or a number, got {}", name, t.describe()));
@@ -96,7 +101,8 @@ int64_t JobRunner::train(Session& session) {
 
 int64_t JobRunner::train_epochs(Session& session) {
   CheckpointManagerBase* cm = checkpoint_manager_.get();
-  if (!cm && options_.resume_latest) throw InvalidInput("JobRunner: cannot resume from the latest epoch without a checkpoint manager");
+  if (!cm && options_.resume_latest)
+    throw InvalidInput("JobRunner: cannot resume from the latest epoch without a checkpoint manager");
   if (!cm && options_.resume_from_epoch)
     throw InvalidInput(fmt::format("JobRunner: cannot resume from epoch {} without a checkpoint manager",
                                    *options_.resume_from_epoch));
@@ -185,9 +191,10 @@ void JobRunner::check_nodes_to_checkpoint(const std::vector<std::string>& nodes)
   for (const auto& node : nodes) {
     check_checkpoint_node_name(node);
     if (std::find(used.begin(), used.end(), node) == used.end())
-      throw InvalidInput(fmt::format("JobRunner: nodes_to_checkpoint names node \"{}\", which has no task in any "
-                                     "group of the job (nodes with tasks: {}); it would checkpoint an empty workspace",
-                                     node, used.empty() ? std::string("none") : fmt::format("{}", fmt::join(used, ", "))));
+      throw InvalidInput(
+          fmt::format("JobRunner: nodes_to_checkpoint names node \"{}\", which has no task in any "
+                      "group of the job (nodes with tasks: {}); it would checkpoint an empty workspace",
+                      node, used.empty() ? std::string("none") : fmt::format("{}", fmt::join(used, ", "))));
   }
 }
 
@@ -213,7 +220,8 @@ std::string JobRunner::checkpoint_dir() const {
   const std::vector<std::string> nodes = cm.node_names();
   if (nodes.empty()) throw InvalidInput("JobRunner: the checkpoint manager has no nodes (nothing to checkpoint)");
   const std::optional<std::string> db = cm.get_ckpt_db_name(nodes.front(), 0);
-  if (!db) throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", nodes.front()));
+  if (!db)
+    throw InvalidInput(fmt::format("JobRunner: the checkpoint manager has no DB for node \"{}\"", nodes.front()));
   return db_dir(*db);
 }
 

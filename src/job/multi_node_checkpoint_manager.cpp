@@ -21,8 +21,8 @@ void MultiNodeCheckpointManager::create_node_managers(const std::vector<std::str
   NodeManagers managers;
   for (const std::string& node : nodes) {
     if (std::any_of(managers.begin(), managers.end(), [&](const auto& p) { return p.first == node; }))
-      throw InvalidInput(fmt::format("MultiNodeCheckpointManager: node \"{}\" is listed twice in {}", node,
-                                     repr_list(nodes)));
+      throw InvalidInput(
+          fmt::format("MultiNodeCheckpointManager: node \"{}\" is listed twice in {}", node, repr_list(nodes)));
     // Each node keeps its list in its own blob (decision 9), so nodes sharing a workspace
     // (LocalSessionOptions::shared_workspace) do not overwrite one another's list.
     CheckpointManager::Flavor flavor;
@@ -150,9 +150,10 @@ std::vector<std::string> MultiNodeCheckpointManager::node_names() const {
 std::vector<std::string> MultiNodeCheckpointManager::blob_names_of(const std::string& node) const {
   for (const auto& [n, m] : node_managers_)
     if (n == node) return m->blob_list();
-  throw InvalidInput(fmt::format("MultiNodeCheckpointManager: node \"{}\" is not checkpointed (init must have run "
-                                 "for it)",
-                                 node));
+  throw InvalidInput(
+      fmt::format("MultiNodeCheckpointManager: node \"{}\" is not checkpointed (init must have run "
+                  "for it)",
+                  node));
 }
 
 std::optional<std::string> MultiNodeCheckpointManager::get_ckpt_db_name(const std::string& node, int64_t epoch) const {

@@ -2,12 +2,11 @@
 // background save (include/moka/job/run_job.h).
 #include "moka/job/run_job.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -25,9 +24,9 @@
 #include "moka/defs/json.h"
 #include "moka/exec/job_check.h"
 #include "moka/io/blob_serializer.h"
-#include "moka/job/checkpoint_manager.h"
 #include "moka/io/db.h"
 #include "moka/io/save_load.h"
+#include "moka/job/checkpoint_manager.h"
 #include "moka/session/run_task_group.h"
 
 namespace moka {
@@ -77,10 +76,11 @@ class JobRun {
       finished = load_checkpoint(*resume);
       result_.resumed_from = resume;
       if (!finished && !dir_lock_->writable())
-        throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
-                                       "save epoch {} there; only an epoch where the job finished can be resumed "
-                                       "from a read-only directory",
-                                       opt_.checkpoint_dir, dir_lock_->read_only_reason(), *resume, *resume + 1));
+        throw InvalidInput(
+            fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
+                        "save epoch {} there; only an epoch where the job finished can be resumed "
+                        "from a read-only directory",
+                        opt_.checkpoint_dir, dir_lock_->read_only_reason(), *resume, *resume + 1));
     }
     // Resuming from the epoch a stop condition ended: the loop is over (decision 13).
     int64_t epoch = resume ? (finished ? *resume : *resume + 1) : 1;
@@ -109,7 +109,6 @@ class JobRun {
     result_.last_epoch = epoch;
     return result_;
   }
-
 
  private:
   void validate() {
@@ -160,9 +159,10 @@ class JobRun {
                                      opt_.checkpoint_dir, dir_lock_->read_only_reason()));
     ResumeChoice choice = prepare_checkpoint_start(opt_.checkpoint_dir, request);
     if (!choice.epoch && !dir_lock_->writable())
-      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save "
-                                     "there",
-                                     opt_.checkpoint_dir, dir_lock_->read_only_reason()));
+      throw InvalidInput(
+          fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save "
+                      "there",
+                      opt_.checkpoint_dir, dir_lock_->read_only_reason()));
     if (opt_.on_resume && (opt_.resume_latest || opt_.resume_from_epoch)) opt_.on_resume(choice);
     result_.skipped = choice.skipped;
     db_type_ = choice.manifest ? choice.manifest->db_type : opt_.db_type.empty() ? kDefaultDbType : opt_.db_type;
@@ -234,12 +234,13 @@ class JobRun {
   // Loads every checkpointed node of `epoch`; returns whether the job had finished at that epoch.
   bool load_checkpoint(int64_t epoch) {
     const CheckpointManifest& m = resume_manifest_.value();  // verified by prepare_directory
-    if (m.epoch != epoch) throw RuntimeError(fmt::format("internal: resume manifest is epoch {}, not {}", m.epoch, epoch));
+    if (m.epoch != epoch)
+      throw RuntimeError(fmt::format("internal: resume manifest is epoch {}, not {}", m.epoch, epoch));
     for (const auto& node : ckpt_nodes_) {
       auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
       if (it == m.files.end()) {
-        throw NotFound(fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", epoch, node,
-                                   m.files.size()));
+        throw NotFound(
+            fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", epoch, node, m.files.size()));
       }
       Workspace& ws = nodes_.node(node);
       LoadSpec spec;
@@ -354,7 +355,7 @@ class JobRun {
   std::map<std::string, std::vector<std::string>> blob_lists_;
   std::optional<CheckpointManifest> resume_manifest_;
   std::string db_type_ = kDefaultDbType;  // the checkpoint backend, fixed by prepare_directory()
-  uint64_t background_bytes_ = 0;  // the snapshot bytes of the save in flight
+  uint64_t background_bytes_ = 0;         // the snapshot bytes of the save in flight
   JobRunResult result_;
   std::mutex deleted_mu_;
   std::optional<detail::CheckpointDirLock> dir_lock_;  // before background_: held until the last save is done

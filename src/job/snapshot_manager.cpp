@@ -13,13 +13,13 @@ namespace moka {
 
 SnapshotManager::SnapshotManager(std::string db_prefix, std::string node_name, std::string db_type,
                                  SnapshotManagerOptions options)
-    : CheckpointManager(
-          Flavor{.class_name = "SnapshotManager",
-                 .file_infix = ".snapshot",
-                 // Not BLOB_NAMES: a CheckpointManager on the same node keeps its own list.
-                 .blob_names = "snapshot_blob_names",
-                 .chosen_blobs = std::move(options.blob_names)},
-          std::move(db_prefix), std::move(node_name), std::move(db_type), std::move(options.metadata_handler)),
+    : CheckpointManager(Flavor{.class_name = "SnapshotManager",
+                               .file_infix = ".snapshot",
+                               // Not BLOB_NAMES: a CheckpointManager on the same node keeps its own list.
+                               .blob_names = "snapshot_blob_names",
+                               .chosen_blobs = std::move(options.blob_names)},
+                        std::move(db_prefix), std::move(node_name), std::move(db_type),
+                        std::move(options.metadata_handler)),
       keep_last_(options.keep_last) {
   if (keep_last_ < 0) throw InvalidInput(fmt::format("SnapshotManager: keep_last must be >= 0, got {}", keep_last_));
 }

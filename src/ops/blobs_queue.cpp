@@ -36,9 +36,10 @@ std::chrono::steady_clock::time_point deadline_after(double timeout_secs) {
 }  // namespace
 
 void BlobsQueue::throw_bad_timeout(double timeout_secs, const char* what) const {
-  throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} timeout_secs = {}: the timeout must be a finite number of "
-                                 "seconds >= 0 (0 waits forever)",
-                                 name_, what, timeout_secs));
+  throw InvalidInput(
+      fmt::format("BlobsQueue \"{}\": {} timeout_secs = {}: the timeout must be a finite number of "
+                  "seconds >= 0 (0 waits forever)",
+                  name_, what, timeout_secs));
 }
 
 BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, std::vector<std::string> field_names)
@@ -59,8 +60,8 @@ BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, st
   // Guard the slot allocation against absurd sizes: capacity × num_blobs blobs are allocated up front.
   constexpr int64_t kMaxSlots = int64_t{1} << 28;
   if (capacity > kMaxSlots / num_blobs)
-    throw InvalidInput(fmt::format("BlobsQueue \"{}\": capacity {} × num_blobs {} is too large", name_, capacity,
-                                   num_blobs));
+    throw InvalidInput(
+        fmt::format("BlobsQueue \"{}\": capacity {} × num_blobs {} is too large", name_, capacity, num_blobs));
   capacity_ = static_cast<uint64_t>(capacity);
   if (capacity_ > 1 && (capacity_ & (capacity_ - 1)) == 0) index_mask_ = capacity_ - 1;
   num_blobs_ = static_cast<std::size_t>(num_blobs);

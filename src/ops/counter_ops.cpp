@@ -14,8 +14,8 @@ namespace {
 int64_t checked_init_count(const OperatorBase& op) {
   const int64_t n = op.args().get_int("init_count", 0);
   if (n < 0)
-    throw InvalidInput(fmt::format("{}: argument \"init_count\" = {}: negative init_count is not permitted.",
-                                   op.type(), n));
+    throw InvalidInput(
+        fmt::format("{}: argument \"init_count\" = {}: negative init_count is not permitted.", op.type(), n));
   return n;
 }
 
@@ -122,10 +122,8 @@ void register_counter_ops(OperatorRegistry& reg) {
               .outputs(1)
               .doc("Writes a bool scalar (shape []): true when the counter in input 0 is <= 0. Does not change it."),
           factory_of<CheckCounterDoneOp>());
-  reg.add(OpSchema("CountUp")
-              .inputs(1)
-              .outputs(1)
-              .doc("Increments the counter in input 0 and writes its previous value as an int64 scalar (shape [])."),
+  reg.add(OpSchema("CountUp").inputs(1).outputs(1).doc(
+              "Increments the counter in input 0 and writes its previous value as an int64 scalar (shape [])."),
           factory_of<CountUpOp>());
   reg.add(OpSchema("RetrieveCount")
               .inputs(1)

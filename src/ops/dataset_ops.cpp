@@ -39,20 +39,22 @@ std::string input_desc(const OperatorBase& op, std::size_t i) {
 // Input i as a filled tensor; the TypeError names the operator (unit tests run operators outside nets).
 inline const Tensor& tensor_input(const OperatorBase& op, std::size_t i) {
   const Tensor* t = op.input_blob(i).tensor_or_null();
-  if (t != nullptr && t->defined()) [[likely]] return *t;
+  if (t != nullptr && t->defined()) [[likely]]
+    return *t;
   throw_not_a_filled_tensor(op, i);
 }
 
 [[noreturn]] void throw_not_an_object(const OperatorBase& op, std::size_t i, std::string_view what) {
-  throw TypeError(fmt::format("{}: {} holds {}, expected {}", op.type(), input_desc(op, i),
-                              op.input_blob(i).type_name(), what));
+  throw TypeError(
+      fmt::format("{}: {} holds {}, expected {}", op.type(), input_desc(op, i), op.input_blob(i).type_name(), what));
 }
 
 // Input i as a T (a cursor, a mutex); the TypeError says what was expected.
 template <class T>
 inline T& object_input(const OperatorBase& op, std::size_t i, std::string_view what) {
   Blob& b = op.input_blob(i);
-  if (!b.is_type<T>()) [[unlikely]] throw_not_an_object(op, i, what);
+  if (!b.is_type<T>()) [[unlikely]]
+    throw_not_an_object(op, i, what);
   return b.get_checked_mutable<T>();
 }
 
@@ -143,10 +145,10 @@ inline void slice_rows(const Tensor& src, int64_t row, int64_t rows, Tensor& dst
 
 // Field i of a dataset, input first + i: a filled tensor with a row dimension. Inline, as readers and
 // writers check their fields on every batch.
-inline const Tensor& field_input(const OperatorBase& op, const DatasetTree& tree, std::size_t first,
-                                 std::size_t i) {
+inline const Tensor& field_input(const OperatorBase& op, const DatasetTree& tree, std::size_t first, std::size_t i) {
   const Tensor& t = tensor_input(op, first + i);
-  if (t.ndim() == 0) [[unlikely]] throw_0d_field(op, tree, first, i);
+  if (t.ndim() == 0) [[unlikely]]
+    throw_0d_field(op, tree, first, i);
   return t;
 }
 
@@ -254,8 +256,8 @@ class ReadNextBatchOp final : public OperatorBase {
     const DatasetTree& tree = cursor.tree();
     check_field_count(*this, tree, input_size() - 1);
     if (output_size() != tree.num_fields())
-      throw InvalidInput(fmt::format("{}: expected one output per field ({}), got {}", type(), tree.num_fields(),
-                                     output_size()));
+      throw InvalidInput(
+          fmt::format("{}: expected one output per field ({}), got {}", type(), tree.num_fields(), output_size()));
     if (tree.num_length_fields() == 0 && run_flat(cursor, tree)) return true;
     run_nested(cursor, tree);
     return true;
@@ -273,9 +275,10 @@ class ReadNextBatchOp final : public OperatorBase {
       if (off.empty()) {
         off.assign(nd, 0);
       } else if (off.size() != nd) {
-        throw InvalidInput(fmt::format("{}: the cursor holds {} offsets, but its fields have {} domains (was it used "
-                                       "by ReadRandomBatch?)",
-                                       type(), off.size(), nd));
+        throw InvalidInput(
+            fmt::format("{}: the cursor holds {} offsets, but its fields have {} domains (was it used "
+                        "by ReadRandomBatch?)",
+                        type(), off.size(), nd));
       }
       prev_.assign(off.begin(), off.end());
       with_op_name(*this, [&] { tree.advance(data_.lengths, data_.limits, off, sizes_, batch_size_); });
@@ -351,7 +354,8 @@ class ComputeOffsetOp final : public OperatorBase {
 uint64_t bounded(std::mt19937_64& rng, uint64_t n) {
   const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
   uint64_t v;
-  do v = rng(); while (v >= limit);
+  do v = rng();
+  while (v >= limit);
   return v % n;
 }
 
@@ -410,7 +414,8 @@ class SortAndShuffleOp final : public OperatorBase {
     const int64_t chunk = batch_size_ * shuffle;
     std::mt19937_64 rng(seed_);
     if (chunk > 1)
-      for (int64_t at = 0; at + chunk <= size; at += chunk) seeded_shuffle(idx.begin() + at, idx.begin() + at + chunk, rng);
+      for (int64_t at = 0; at + chunk <= size; at += chunk)
+        seeded_shuffle(idx.begin() + at, idx.begin() + at + chunk, rng);
     // Then shuffle whole batches; the rows of an incomplete last batch stay at the end.
     const int64_t num_batch = size / batch_size_;
     std::vector<int64_t> order(static_cast<std::size_t>(num_batch));
@@ -443,12 +448,12 @@ class ReadRandomBatchOp final : public OperatorBase {
     TreeCursor& cursor = cursor_input(*this);
     const DatasetTree& tree = cursor.tree();
     if (input_size() < 3)
-      throw InvalidInput(fmt::format("{}: needs inputs [cursor, indices, offsets, fields...], got {} input(s)", type(),
-                                     input_size()));
+      throw InvalidInput(
+          fmt::format("{}: needs inputs [cursor, indices, offsets, fields...], got {} input(s)", type(), input_size()));
     check_field_count(*this, tree, input_size() - 3);
     if (output_size() != tree.num_fields())
-      throw InvalidInput(fmt::format("{}: expected one output per field ({}), got {}", type(), tree.num_fields(),
-                                     output_size()));
+      throw InvalidInput(
+          fmt::format("{}: expected one output per field ({}), got {}", type(), tree.num_fields(), output_size()));
     const Tensor& index = tensor_input(*this, 1);
     if (index.ndim() != 1 || index.dtype() != DType::Int64)
       throw TypeError(fmt::format("{}: {} (the shuffled indices) must be a 1-d int64 tensor, got {}", type(),
@@ -456,9 +461,10 @@ class ReadRandomBatchOp final : public OperatorBase {
     const Tensor& mat = tensor_input(*this, 2);
     const auto nd = static_cast<int64_t>(tree.num_offset_fields());
     if (mat.ndim() != 2 || mat.dtype() != DType::Int64 || mat.dim(1) != nd)
-      throw TypeError(fmt::format("{}: {} (the offsets matrix from ComputeOffset) must be an int64 tensor of shape "
-                                  "[rows + 1, {}], got {}",
-                                  type(), input_desc(*this, 2), nd, mat.describe()));
+      throw TypeError(
+          fmt::format("{}: {} (the offsets matrix from ComputeOffset) must be an int64 tensor of shape "
+                      "[rows + 1, {}], got {}",
+                      type(), input_desc(*this, 2), nd, mat.describe()));
     const int64_t n = index.dim(0);
     const int64_t* ids = index.data<int64_t>();
     const int64_t* offs = mat.data<int64_t>();
@@ -476,8 +482,8 @@ class ReadRandomBatchOp final : public OperatorBase {
     for (std::size_t i = 0; i < tree.num_fields(); ++i) {
       const Tensor& in = tensor_input(*this, i + 3);
       if (in.ndim() == 0)
-        throw InvalidInput(fmt::format("{}: field {} ({}) is a 0-d tensor; dataset fields need a row dimension",
-                                       type(), i, tree.field_names()[i]));
+        throw InvalidInput(fmt::format("{}: field {} ({}) is a 0-d tensor; dataset fields need a row dimension", type(),
+                                       i, tree.field_names()[i]));
       const auto d = static_cast<int64_t>(tree.domain_of(i));
       int64_t total = 0;
       for (int64_t k = pos; k < end; ++k) {
@@ -502,9 +508,10 @@ class ReadRandomBatchOp final : public OperatorBase {
   std::pair<int64_t, int64_t> record_rows(int64_t rec, const int64_t* offs, int64_t mat_rows, int64_t nd, int64_t d,
                                           const Tensor& in, std::size_t field, const DatasetTree& tree) const {
     if (rec < 0 || rec + 1 >= mat_rows)
-      throw InvalidInput(fmt::format("{}: Out of bound when trying to get elem from offsetsmat (index {} with {} rows "
-                                     "in the offsets matrix)",
-                                     type(), rec, mat_rows));
+      throw InvalidInput(
+          fmt::format("{}: Out of bound when trying to get elem from offsetsmat (index {} with {} rows "
+                      "in the offsets matrix)",
+                      type(), rec, mat_rows));
     const int64_t begin = offs[rec * nd + d];
     const int64_t stop = offs[(rec + 1) * nd + d];
     if (begin < 0 || stop < begin || stop > in.dim(0))
@@ -551,9 +558,10 @@ class CheckDatasetConsistencyOp final : public OperatorBase {
       if (data_.limits[d] == kNoLimit) continue;  // a lengths field with no values fields: nothing to match
       if (off[d] != data_.limits[d]) {
         const std::size_t lf = tree_.length_field(d - 1);
-        throw InvalidInput(fmt::format("{}: Inconsistent dataset: the lengths in field {} ({}) add up to {}, but the "
-                                       "fields they index have {} rows",
-                                       type(), lf, tree_.field_names()[lf], off[d], data_.limits[d]));
+        throw InvalidInput(
+            fmt::format("{}: Inconsistent dataset: the lengths in field {} ({}) add up to {}, but the "
+                        "fields they index have {} rows",
+                        type(), lf, tree_.field_names()[lf], off[d], data_.limits[d]));
       }
     }
   }
@@ -587,8 +595,8 @@ bool replaced_by_append(const Blob& b) {
 [[gnu::noinline]] void check_appendable_slow(const OperatorBase& op, const Tensor& a, std::size_t a_in, const Tensor& b,
                                              std::size_t b_in) {
   auto fail = [&](std::string_view why) {
-    throw InvalidInput(fmt::format("{}: cannot append {} {} to {} {}: {}", op.type(), input_desc(op, b_in), b.describe(),
-                                   input_desc(op, a_in), a.describe(), why));
+    throw InvalidInput(fmt::format("{}: cannot append {} {} to {} {}: {}", op.type(), input_desc(op, b_in),
+                                   b.describe(), input_desc(op, a_in), a.describe(), why));
   };
   if (a.dtype() != b.dtype()) fail("the dtypes differ");
   if (a.ndim() != b.ndim()) fail("the ranks differ");
@@ -605,12 +613,13 @@ inline void check_appendable(const OperatorBase& op, const Tensor& a, std::size_
 }
 
 [[noreturn]] void throw_no_rows(const OperatorBase& op, std::size_t b_in) {
-  throw InvalidInput(fmt::format("{}: {} is a 0-d tensor; only tensors with a row dimension can be appended",
-                                 op.type(), input_desc(op, b_in)));
+  throw InvalidInput(fmt::format("{}: {} is a 0-d tensor; only tensors with a row dimension can be appended", op.type(),
+                                 input_desc(op, b_in)));
 }
 
 inline void check_has_rows(const OperatorBase& op, const Tensor& b, std::size_t b_in) {
-  if (b.ndim() < 1) [[unlikely]] throw_no_rows(op, b_in);
+  if (b.ndim() < 1) [[unlikely]]
+    throw_no_rows(op, b_in);
 }
 
 // a += rows of b, growing a's storage geometrically (amortized linear over many appends).
@@ -646,10 +655,11 @@ class AtomicAppendOp final : public OperatorBase {
  public:
   AtomicAppendOp(const OperatorDef& def, Workspace* ws) : OperatorBase(def, ws) {
     if (input_size() < 3 || (input_size() - 1) % 2 != 0 || output_size() != (input_size() - 1) / 2)
-      throw InvalidInput(fmt::format("{}: needs inputs [mutex, dataset fields..., new fields...] with as many new "
-                                     "fields as dataset fields, and one output per dataset field; got {} inputs "
-                                     "and {} outputs",
-                                     type(), input_size(), output_size()));
+      throw InvalidInput(
+          fmt::format("{}: needs inputs [mutex, dataset fields..., new fields...] with as many new "
+                      "fields as dataset fields, and one output per dataset field; got {} inputs "
+                      "and {} outputs",
+                      type(), input_size(), output_size()));
     // Which new fields are also dataset fields (blobs are bound for the operator's life, so once):
     // those are snapshotted before anything is appended.
     const std::size_t n = output_size();
@@ -772,11 +782,9 @@ void register_dataset_ops(OperatorRegistry& reg) {
                    "must come before the fields of its domain. Running it again on a cursor over the same fields "
                    "resets that cursor."),
           factory_of<CreateTreeCursorOp>());
-  reg.add(OpSchema("ResetCursor")
-              .inputs(1)
-              .outputs(0)
-              .doc("Moves the cursor in input 0 back to the start. Thread-safe."),
-          factory_of<ResetCursorOp>());
+  reg.add(
+      OpSchema("ResetCursor").inputs(1).outputs(0).doc("Moves the cursor in input 0 back to the start. Thread-safe."),
+      factory_of<ResetCursorOp>());
   reg.add(OpSchema("GetCursorOffset")
               .inputs(1)
               .outputs(1)
@@ -832,13 +840,10 @@ void register_dataset_ops(OperatorRegistry& reg) {
                    "counts and every lengths field adds up to exactly the rows of the fields it indexes, so the "
                    "data can be appended to a dataset safely."),
           factory_of<CheckDatasetConsistencyOp>());
-  reg.add(OpSchema("Append")
-              .inputs(2)
-              .outputs(1)
-              .enforce_inplace({{0, 0}})
-              .doc("Appends the rows of input 1 to input 0 (in place). All dimensions but the first and the dtype "
-                   "must match; an input 0 with no rows is replaced by a copy of input 1. Storage grows "
-                   "geometrically (amortized linear)."),
+  reg.add(OpSchema("Append").inputs(2).outputs(1).enforce_inplace({{0, 0}}).doc(
+              "Appends the rows of input 1 to input 0 (in place). All dimensions but the first and the dtype "
+              "must match; an input 0 with no rows is replaced by a copy of input 1. Storage grows "
+              "geometrically (amortized linear)."),
           factory_of<AppendOp>());
   reg.add(OpSchema("AtomicAppend")
               .inputs(3, OpSchema::kUnbounded)
@@ -857,10 +862,8 @@ void register_dataset_ops(OperatorRegistry& reg) {
               .doc("Inputs and outputs: the dataset's fields (in place). Drops the last top-level records (and the "
                    "nested rows they own) so that the record count is a multiple of multiple_of."),
           factory_of<TrimDatasetOp>());
-  reg.add(OpSchema("IsEmpty")
-              .inputs(1)
-              .outputs(1)
-              .doc("Writes a bool scalar (shape []): true when the tensor in input 0 has no elements."),
+  reg.add(OpSchema("IsEmpty").inputs(1).outputs(1).doc(
+              "Writes a bool scalar (shape []): true when the tensor in input 0 has no elements."),
           factory_of<IsEmptyOp>());
 }
 

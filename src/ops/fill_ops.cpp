@@ -69,8 +69,9 @@ class FillShape {
     extra_ = a.get_ints("extra_shape");
     if (has_input_) {
       if (a.has("shape"))
-        throw InvalidInput(fmt::format("{}: cannot set argument \"shape\" and pass in an input (\"{}\") at the same time",
-                                       op.type(), op.input_name(0)));
+        throw InvalidInput(
+            fmt::format("{}: cannot set argument \"shape\" and pass in an input (\"{}\") at the same time", op.type(),
+                        op.input_name(0)));
     } else {
       if (a.has("extra_shape"))
         throw InvalidInput(fmt::format("{}: argument \"extra_shape\" needs an input to extend", op.type()));
@@ -98,8 +99,9 @@ class FillShape {
       auto v = in.values<int32_t>();
       scratch_.assign(v.begin(), v.end());
     } else {
-      throw TypeError(fmt::format("{}: with input_as_shape = 1, input 0 (\"{}\") must be a 1-d int64 or int32 tensor, got {}",
-                                  op.type(), op.input_name(0), in.describe()));
+      throw TypeError(
+          fmt::format("{}: with input_as_shape = 1, input 0 (\"{}\") must be a 1-d int64 or int32 tensor, got {}",
+                      op.type(), op.input_name(0), in.describe()));
     }
     scratch_.insert(scratch_.end(), extra_.begin(), extra_.end());
     for (int64_t d : scratch_)
@@ -113,8 +115,8 @@ class FillShape {
   static void check_dims(const OperatorBase& op, const char* name, const std::vector<int64_t>& dims) {
     for (int64_t d : dims)
       if (d < 0)
-        throw InvalidInput(fmt::format("{}: argument \"{}\" = {} has a negative dimension", op.type(), name,
-                                       shape_string(dims)));
+        throw InvalidInput(
+            fmt::format("{}: argument \"{}\" = {} has a negative dimension", op.type(), name, shape_string(dims)));
     try {
       (void)shape_numel(dims);
     } catch (const InvalidInput&) {
@@ -131,8 +133,7 @@ void add_shape_args(OpSchema& s) {
   s.arg("shape", ArgType::Ints, "output shape (only without an input)", "[] (a 0-d scalar)")
       .arg("extra_shape", ArgType::Ints, "dimensions appended to the input-derived shape (only with an input)", "[]")
       .arg("input_as_shape", ArgType::Bool,
-           "1: input 0 is a 1-d int64/int32 tensor holding the output shape; 0: the output takes input 0's shape",
-           "0");
+           "1: input 0 is a 1-d int64/int32 tensor holding the output shape; 0: the output takes input 0's shape", "0");
 }
 
 // ---- ConstantFill ----
@@ -154,9 +155,10 @@ class ConstantFillOp final : public OperatorBase {
         if (a == nullptr) return Tensor::scalar<T>(T{});
         std::optional<T> v = a->i ? exact_from_int<T>(*a->i) : exact_from_double<T>(*a->f);
         if (!v)
-          throw InvalidInput(fmt::format("ConstantFill: argument \"value\" = {} cannot be represented exactly as {} ({})",
-                                         a->i ? fmt::format("{}", *a->i) : fmt::format("{}", *a->f),
-                                         dtype_caffe2_name(dtype_), fill_hint(dtype_)));
+          throw InvalidInput(
+              fmt::format("ConstantFill: argument \"value\" = {} cannot be represented exactly as {} ({})",
+                          a->i ? fmt::format("{}", *a->i) : fmt::format("{}", *a->f), dtype_caffe2_name(dtype_),
+                          fill_hint(dtype_)));
         return Tensor::scalar<T>(*v);
       }
     });
@@ -190,8 +192,8 @@ std::vector<T> given_values(const OperatorBase& op) {
   const Arguments& a = op.args();
   std::vector<T> out;
   auto fail = [&](std::size_t k, const std::string& v, const char* why) {
-    throw InvalidInput(fmt::format("{}: argument \"values\"[{}] = {} {} {}", op.type(), k, v, why,
-                                   dtype_caffe2_name(dtype_of<T>())));
+    throw InvalidInput(
+        fmt::format("{}: argument \"values\"[{}] = {} {} {}", op.type(), k, v, why, dtype_caffe2_name(dtype_of<T>())));
   };
   if constexpr (std::is_same_v<T, std::string>) {
     out = a.get_strings("values");
@@ -246,8 +248,8 @@ class GivenTensorFillOp final : public OperatorBase {
     std::span<const int64_t> shape = shape_.resolve(*this);
     const int64_t n = shape_numel(shape);
     if (n != count_)
-      throw InvalidInput(fmt::format("{}: shape {} (from input 0, \"{}\") needs {} values, but \"values\" has {}", type(),
-                                     shape_string(shape), input_name(0), n, count_));
+      throw InvalidInput(fmt::format("{}: shape {} (from input 0, \"{}\") needs {} values, but \"values\" has {}",
+                                     type(), shape_string(shape), input_name(0), n, count_));
     out.resize(dtype_, shape);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
@@ -273,9 +275,10 @@ void register_given_fill(OperatorRegistry& reg, const char* type, DType dtype, A
   if (std::string(type) == "GivenTensorFill")
     s.arg("dtype", ArgType::DType,
           "element type; each value must convert exactly (0/1 for BOOL, integers for integer types)", "FLOAT (1)");
-  s.doc(doc + " Without `shape` the output is 1-d with one element per value; the element count must match the "
-              "shape (InvalidInput naming both). The tensor is built once, when the operator is constructed, and "
-              "copied into the output's storage on every run.");
+  s.doc(doc +
+        " Without `shape` the output is 1-d with one element per value; the element count must match the "
+        "shape (InvalidInput naming both). The tensor is built once, when the operator is constructed, and "
+        "copied into the output's storage on every run.");
   reg.add(std::move(s), [dtype](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
     return std::make_unique<GivenTensorFillOp>(d, ws, dtype);
   });
@@ -295,9 +298,10 @@ void register_fill_ops(OperatorRegistry& reg) {
           "0");
     s.arg("dtype", ArgType::DType, "element type (STRING takes a string value, in \"s\")", "FLOAT (1)");
     add_shape_args(s);
-    s.doc("Fills the output with `value`. Without an input the shape is `shape` (default [], a 0-d scalar); with "
-          "one input the output takes the input's shape (input_as_shape = 0) or the shape the input holds "
-          "(input_as_shape = 1), followed by `extra_shape`. Arguments are checked when the operator is constructed.");
+    s.doc(
+        "Fills the output with `value`. Without an input the shape is `shape` (default [], a 0-d scalar); with "
+        "one input the output takes the input's shape (input_as_shape = 0) or the shape the input holds "
+        "(input_as_shape = 1), followed by `extra_shape`. Arguments are checked when the operator is constructed.");
     reg.add(std::move(s), [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
       return std::make_unique<ConstantFillOp>(d, ws);
     });

@@ -20,9 +20,10 @@ Bcast broadcast_of(const OperatorBase& op, const Tensor& a, const Tensor& b) {
   if (a.numel() == b.numel() && a.shape() == b.shape()) return Bcast::None;
   if (b.numel() == 1 && (a.numel() != 1 || a.ndim() >= b.ndim())) return Bcast::Right;
   if (a.numel() == 1) return Bcast::Left;
-  throw TypeError(fmt::format("{}: inputs \"{}\" ({}) and \"{}\" ({}) must have the same shape, or one of them a "
-                              "single element",
-                              op.type(), op.input_name(0), a.describe(), op.input_name(1), b.describe()));
+  throw TypeError(
+      fmt::format("{}: inputs \"{}\" ({}) and \"{}\" ({}) must have the same shape, or one of them a "
+                  "single element",
+                  op.type(), op.input_name(0), a.describe(), op.input_name(1), b.describe()));
 }
 
 // Applies f elementwise with scalar broadcasting; the output is bool. Broadcast scalars are read
@@ -66,12 +67,36 @@ void binary_to_bool(const OperatorBase& op, const Tensor& a, const Tensor& b, Te
                               op.input_name(0), a.describe(), op.input_name(1), b.describe()));
 }
 
-struct EqFn { static constexpr const char* name = "EQ"; static constexpr const char* sym = "=="; using F = std::equal_to<>; };
-struct NeFn { static constexpr const char* name = "NE"; static constexpr const char* sym = "!="; using F = std::not_equal_to<>; };
-struct LtFn { static constexpr const char* name = "LT"; static constexpr const char* sym = "<"; using F = std::less<>; };
-struct LeFn { static constexpr const char* name = "LE"; static constexpr const char* sym = "<="; using F = std::less_equal<>; };
-struct GtFn { static constexpr const char* name = "GT"; static constexpr const char* sym = ">"; using F = std::greater<>; };
-struct GeFn { static constexpr const char* name = "GE"; static constexpr const char* sym = ">="; using F = std::greater_equal<>; };
+struct EqFn {
+  static constexpr const char* name = "EQ";
+  static constexpr const char* sym = "==";
+  using F = std::equal_to<>;
+};
+struct NeFn {
+  static constexpr const char* name = "NE";
+  static constexpr const char* sym = "!=";
+  using F = std::not_equal_to<>;
+};
+struct LtFn {
+  static constexpr const char* name = "LT";
+  static constexpr const char* sym = "<";
+  using F = std::less<>;
+};
+struct LeFn {
+  static constexpr const char* name = "LE";
+  static constexpr const char* sym = "<=";
+  using F = std::less_equal<>;
+};
+struct GtFn {
+  static constexpr const char* name = "GT";
+  static constexpr const char* sym = ">";
+  using F = std::greater<>;
+};
+struct GeFn {
+  static constexpr const char* name = "GE";
+  static constexpr const char* sym = ">=";
+  using F = std::greater_equal<>;
+};
 
 template <class Fn>
 constexpr bool kEquality = std::is_same_v<Fn, EqFn> || std::is_same_v<Fn, NeFn>;
@@ -104,8 +129,7 @@ class CompareOp final : public OperatorBase {
         out.resize(DType::Bool, bc == Bcast::Left ? b.shape() : a.shape());
         bool* po = out.mutable_data<bool>();
         typename Fn::F f;
-        for (int64_t k = 0; k < n; ++k)
-          po[k] = f(pa[bc == Bcast::Left ? 0 : k], pb[bc == Bcast::Right ? 0 : k]);
+        for (int64_t k = 0; k < n; ++k) po[k] = f(pa[bc == Bcast::Left ? 0 : k], pb[bc == Bcast::Right ? 0 : k]);
       } else {
         binary_to_bool<T>(*this, a, b, out, [](T x, T y) { return typename Fn::F{}(x, y); });
       }
@@ -114,9 +138,18 @@ class CompareOp final : public OperatorBase {
   }
 };
 
-struct AndFn { static constexpr const char* name = "And"; static bool apply(bool x, bool y) { return x && y; } };
-struct OrFn { static constexpr const char* name = "Or"; static bool apply(bool x, bool y) { return x || y; } };
-struct XorFn { static constexpr const char* name = "Xor"; static bool apply(bool x, bool y) { return x != y; } };
+struct AndFn {
+  static constexpr const char* name = "And";
+  static bool apply(bool x, bool y) { return x && y; }
+};
+struct OrFn {
+  static constexpr const char* name = "Or";
+  static bool apply(bool x, bool y) { return x || y; }
+};
+struct XorFn {
+  static constexpr const char* name = "Xor";
+  static bool apply(bool x, bool y) { return x != y; }
+};
 
 template <class Fn>
 class BoolBinaryOp final : public OperatorBase {
@@ -165,9 +198,10 @@ void register_compare(OperatorRegistry& reg) {
   OpSchema s(Fn::name);
   s.inputs(2).outputs(1);
   add_broadcast_args(s);
-  s.doc(fmt::format("Elementwise A {} B as a bool tensor. Both inputs have the same dtype ({}) and either the same "
-                    "shape or one side has a single element, which is broadcast. Not in place.",
-                    Fn::sym, kEquality<Fn> ? "any, strings and bool included" : "numeric or bool; not string"));
+  s.doc(
+      fmt::format("Elementwise A {} B as a bool tensor. Both inputs have the same dtype ({}) and either the same "
+                  "shape or one side has a single element, which is broadcast. Not in place.",
+                  Fn::sym, kEquality<Fn> ? "any, strings and bool included" : "numeric or bool; not string"));
   reg.add(std::move(s), [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
     return std::make_unique<CompareOp<Fn>>(d, ws);
   });
@@ -178,9 +212,10 @@ void register_bool_binary(OperatorRegistry& reg, const char* what) {
   OpSchema s(Fn::name);
   s.inputs(2).outputs(1).allow_inplace({{0, 0}});
   add_broadcast_args(s);
-  s.doc(fmt::format("Elementwise logical {} of two bool tensors with the same shape, or one side a single element "
-                    "(broadcast). Works in place on input 0.",
-                    what));
+  s.doc(
+      fmt::format("Elementwise logical {} of two bool tensors with the same shape, or one side a single element "
+                  "(broadcast). Works in place on input 0.",
+                  what));
   reg.add(std::move(s), [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
     return std::make_unique<BoolBinaryOp<Fn>>(d, ws);
   });
@@ -200,11 +235,8 @@ void register_logic_ops(OperatorRegistry& reg) {
   register_bool_binary<AndFn>(reg, "and");
   register_bool_binary<OrFn>(reg, "or");
   register_bool_binary<XorFn>(reg, "exclusive or");
-  reg.add(OpSchema("Not")
-              .inputs(1)
-              .outputs(1)
-              .allow_inplace({{0, 0}})
-              .doc("Elementwise logical negation of a bool tensor. Works in place."),
+  reg.add(OpSchema("Not").inputs(1).outputs(1).allow_inplace({{0, 0}}).doc(
+              "Elementwise logical negation of a bool tensor. Works in place."),
           [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
             return std::make_unique<NotOp>(d, ws);
           });

@@ -22,24 +22,30 @@ struct AddFn {
   static constexpr const char* name = "Add";
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
-    else return a + b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
+    else
+      return a + b;
   }
 };
 struct SubFn {
   static constexpr const char* name = "Sub";
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Wide<T>>(a) - static_cast<Wide<T>>(b));
-    else return a - b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<Wide<T>>(a) - static_cast<Wide<T>>(b));
+    else
+      return a - b;
   }
 };
 struct MulFn {
   static constexpr const char* name = "Mul";
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
-    else return a * b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
+    else
+      return a * b;
   }
 };
 struct DivFn {
@@ -47,15 +53,18 @@ struct DivFn {
   // Integer division checks its divisor first (see check_divisor); here it is known to be safe.
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(a / b);
-    else return a / b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(a / b);
+    else
+      return a / b;
   }
 };
 
 template <class Fn, class T>
 [[noreturn]] void throw_bad_division(const OperatorBase& op, T a, T b) {
-  if (b == 0) throw RuntimeError(fmt::format("{}: integer division by zero (inputs \"{}\", \"{}\")", op.type(),
-                                            op.input_name(0), op.input_name(1)));
+  if (b == 0)
+    throw RuntimeError(fmt::format("{}: integer division by zero (inputs \"{}\", \"{}\")", op.type(), op.input_name(0),
+                                   op.input_name(1)));
   throw RuntimeError(fmt::format("{}: integer overflow: {} / {} (inputs \"{}\", \"{}\")", op.type(), +a, +b,
                                  op.input_name(0), op.input_name(1)));
 }
@@ -75,10 +84,10 @@ inline bool division_is_bad(T a, T b) {
 enum class Bcast { None, Left, Right };
 
 [[noreturn]] void throw_shape_mismatch(const OperatorBase& op, const Tensor& a, const Tensor& b, bool axis_given) {
-  throw TypeError(fmt::format(
-      "{}: inputs \"{}\" ({}) and \"{}\" ({}) must have the same shape, or one of them a single element{}", op.type(),
-      op.input_name(0), a.describe(), op.input_name(1), b.describe(),
-      axis_given ? "; broadcasting along an axis (argument \"axis\"/\"broadcast\") is not supported" : ""));
+  throw TypeError(
+      fmt::format("{}: inputs \"{}\" ({}) and \"{}\" ({}) must have the same shape, or one of them a single element{}",
+                  op.type(), op.input_name(0), a.describe(), op.input_name(1), b.describe(),
+                  axis_given ? "; broadcasting along an axis (argument \"axis\"/\"broadcast\") is not supported" : ""));
 }
 
 // Decides output shape and broadcasting for two inputs; throws TypeError for incompatible shapes.
@@ -110,14 +119,29 @@ class BinaryArithOp final : public OperatorBase {
     const Tensor& b = input(1);
     if (a.dtype() != b.dtype() || !is_arith_dtype(a.dtype())) throw_dtype_error(a, b);
     switch (a.dtype()) {
-      case DType::Int8: compute<int8_t>(a, b); break;
-      case DType::UInt8: compute<uint8_t>(a, b); break;
-      case DType::Int16: compute<int16_t>(a, b); break;
-      case DType::Int32: compute<int32_t>(a, b); break;
-      case DType::Int64: compute<int64_t>(a, b); break;
-      case DType::Float: compute<float>(a, b); break;
-      case DType::Double: compute<double>(a, b); break;
-      default: throw_dtype_error(a, b);
+      case DType::Int8:
+        compute<int8_t>(a, b);
+        break;
+      case DType::UInt8:
+        compute<uint8_t>(a, b);
+        break;
+      case DType::Int16:
+        compute<int16_t>(a, b);
+        break;
+      case DType::Int32:
+        compute<int32_t>(a, b);
+        break;
+      case DType::Int64:
+        compute<int64_t>(a, b);
+        break;
+      case DType::Float:
+        compute<float>(a, b);
+        break;
+      case DType::Double:
+        compute<double>(a, b);
+        break;
+      default:
+        throw_dtype_error(a, b);
     }
     return true;
   }

@@ -71,9 +71,10 @@ class QueueOpBase : public OperatorBase {
 double timeout_arg(const OperatorBase& op) {
   const double t = op.args().get_float("timeout_secs", 0);
   if (!(t >= 0) || !std::isfinite(t))
-    throw InvalidInput(fmt::format("{}: argument \"timeout_secs\" = {}: the timeout must be a finite number of "
-                                   "seconds >= 0 (0 waits forever)",
-                                   op.type(), t));
+    throw InvalidInput(
+        fmt::format("{}: argument \"timeout_secs\" = {}: the timeout must be a finite number of "
+                    "seconds >= 0 (0 waits forever)",
+                    op.type(), t));
   return t;
 }
 
@@ -88,13 +89,12 @@ double timeout_arg(const OperatorBase& op) {
 void check_enqueue_shape(const OperatorBase& op, std::size_t num_status_outputs) {
   const std::size_t n = op.input_size() - 1;
   if (op.output_size() != n + num_status_outputs)
-    throw InvalidInput(
-        fmt::format("{}: takes [queue, b1..bn] and outputs [b1..bn{}]; got {} inputs and {} outputs", op.type(),
-                    num_status_outputs ? ", status" : "", op.input_size(), op.output_size()));
+    throw InvalidInput(fmt::format("{}: takes [queue, b1..bn] and outputs [b1..bn{}]; got {} inputs and {} outputs",
+                                   op.type(), num_status_outputs ? ", status" : "", op.input_size(), op.output_size()));
   for (std::size_t i = 0; i < n; ++i)
     if (op.output_name(i) != op.input_name(i + 1))
-      throw InvalidInput(fmt::format("{} must work in place: output {} (\"{}\") must be input {} (\"{}\")",
-                                     op.type(), i, op.output_name(i), i + 1, op.input_name(i + 1)));
+      throw InvalidInput(fmt::format("{} must work in place: output {} (\"{}\") must be input {} (\"{}\")", op.type(),
+                                     i, op.output_name(i), i + 1, op.input_name(i + 1)));
 }
 
 class CreateBlobsQueueOp final : public OperatorBase {
@@ -105,8 +105,7 @@ class CreateBlobsQueueOp final : public OperatorBase {
         num_blobs_(args().get_int("num_blobs", 1)),
         field_names_(args().get_strings("field_names")) {
     if (capacity_ < 1)
-      throw InvalidInput(
-          fmt::format("{}: argument \"capacity\" = {}: capacity must be at least 1", type(), capacity_));
+      throw InvalidInput(fmt::format("{}: argument \"capacity\" = {}: capacity must be at least 1", type(), capacity_));
     if (num_blobs_ < 1)
       throw InvalidInput(
           fmt::format("{}: argument \"num_blobs\" = {}: num_blobs must be at least 1", type(), num_blobs_));
@@ -138,9 +137,12 @@ class EnqueueBlobsOp final : public QueueOpBase {
     const std::size_t n = input_size() - 1;
     check_num_blobs(q, 0, n);
     switch (q.write(std::span<Blob* const>(input_blobs()).subspan(1), timeout_secs_)) {
-      case QueueResult::ok: return true;
-      case QueueResult::timed_out: throw_timed_out(*this, timeout_secs_, "the queue stayed full");
-      default: return cancelled();  // closed: a failure (Caffe2 returns the status), unless we closed it to stop
+      case QueueResult::ok:
+        return true;
+      case QueueResult::timed_out:
+        throw_timed_out(*this, timeout_secs_, "the queue stayed full");
+      default:
+        return cancelled();  // closed: a failure (Caffe2 returns the status), unless we closed it to stop
     }
   }
 
@@ -155,9 +157,12 @@ class DequeueBlobsOp final : public QueueOpBase {
     BlobsQueue& q = queue(0);
     check_num_blobs(q, 0, output_size());
     switch (q.read(output_blobs(), timeout_secs_)) {
-      case QueueResult::ok: return true;
-      case QueueResult::timed_out: throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
-      default: return cancelled();  // closed and empty
+      case QueueResult::ok:
+        return true;
+      case QueueResult::timed_out:
+        throw_timed_out(*this, timeout_secs_, "the queue stayed empty");
+      default:
+        return cancelled();  // closed and empty
     }
   }
 
@@ -278,27 +283,30 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
     const Blob& b = scratch_[k * n + j];
     const Tensor* t = b.tensor_or_null();
     if (t == nullptr || !t->defined())
-      throw TypeError(fmt::format("{}: field {} (\"{}\") of a dequeued record holds {}, not a tensor; num_records > 1 "
-                                  "concatenates tensors along dim 0",
-                                  type(), j, output_name(j), t ? "an undefined tensor" : std::string(b.type_name())));
+      throw TypeError(
+          fmt::format("{}: field {} (\"{}\") of a dequeued record holds {}, not a tensor; num_records > 1 "
+                      "concatenates tensors along dim 0",
+                      type(), j, output_name(j), t ? "an undefined tensor" : std::string(b.type_name())));
     return *t;
   }
 
   void concat_field(std::size_t j, std::size_t got, std::size_t n) {
     const Tensor& first = record_tensor(0, j, n);
     if (first.ndim() == 0)
-      throw TypeError(fmt::format("{}: field {} (\"{}\") is a 0-d tensor ({}); num_records > 1 concatenates along dim "
-                                  "0, which needs tensors of rank >= 1",
-                                  type(), j, output_name(j), first.describe()));
+      throw TypeError(
+          fmt::format("{}: field {} (\"{}\") is a 0-d tensor ({}); num_records > 1 concatenates along dim "
+                      "0, which needs tensors of rank >= 1",
+                      type(), j, output_name(j), first.describe()));
     int64_t total = 0;
     for (std::size_t k = 0; k < got; ++k) {
       const Tensor& t = record_tensor(k, j, n);
       const bool same = t.dtype() == first.dtype() && t.ndim() == first.ndim() &&
                         std::equal(t.shape().begin() + 1, t.shape().end(), first.shape().begin() + 1);
       if (!same)
-        throw TypeError(fmt::format("{}: field {} (\"{}\"): record 0 is {} but record {} is {}; concatenating along "
-                                    "dim 0 needs the same dtype and the same trailing dimensions",
-                                    type(), j, output_name(j), first.describe(), k, t.describe()));
+        throw TypeError(
+            fmt::format("{}: field {} (\"{}\"): record 0 is {} but record {} is {}; concatenating along "
+                        "dim 0 needs the same dtype and the same trailing dimensions",
+                        type(), j, output_name(j), first.describe(), k, t.describe()));
       total += t.dim(0);
     }
     std::vector<int64_t> shape = first.shape();
@@ -333,7 +341,7 @@ class SafeDequeueBlobsOp final : public QueueOpBase {
 
   int64_t num_records_;
   double timeout_secs_;
-  std::vector<Blob> scratch_;     // the records of the largest batch read so far (num_blobs blobs each)
+  std::vector<Blob> scratch_;    // the records of the largest batch read so far (num_blobs blobs each)
   std::vector<Blob*> rec_ptrs_;  // the record being read: n pointers into scratch_
 };
 
@@ -346,19 +354,20 @@ class WeightedSampleDequeueBlobsOp final : public QueueOpBase {
     std::vector<double> weights = args().get_floats("weights");
     if (weights.empty()) weights.assign(input_size(), 1.0);
     if (weights.size() != input_size())
-      throw InvalidInput(fmt::format("{}: argument \"weights\" has {} values for {} queues", type(), weights.size(),
-                                     input_size()));
+      throw InvalidInput(
+          fmt::format("{}: argument \"weights\" has {} values for {} queues", type(), weights.size(), input_size()));
     double sum = 0;
     for (std::size_t i = 0; i < weights.size(); ++i) {
       if (!(weights[i] >= 0))
-        throw InvalidInput(fmt::format("{}: argument \"weights\": weight {} of queue \"{}\" is {}; weights must be "
-                                       "non-negative",
-                                       type(), i, input_name(i), weights[i]));
+        throw InvalidInput(
+            fmt::format("{}: argument \"weights\": weight {} of queue \"{}\" is {}; weights must be "
+                        "non-negative",
+                        type(), i, input_name(i), weights[i]));
       sum += weights[i];
     }
     if (!(sum > 0) || !std::isfinite(sum))
-      throw InvalidInput(fmt::format("{}: argument \"weights\": Sum of weights must be positive (and finite); got {}",
-                                     type(), sum));
+      throw InvalidInput(
+          fmt::format("{}: argument \"weights\": Sum of weights must be positive (and finite); got {}", type(), sum));
     double acc = 0;
     for (double w : weights) {
       acc += w / sum;
@@ -369,9 +378,10 @@ class WeightedSampleDequeueBlobsOp final : public QueueOpBase {
     while (weights[last_positive_] == 0) --last_positive_;
     const auto num_fields = static_cast<int64_t>(output_size()) - 1;
     if (table_idx_blob_ < -1 || table_idx_blob_ >= num_fields)
-      throw InvalidInput(fmt::format("{}: argument \"table_idx_blob\" = {}: must be -1 or the index of one of the {} "
-                                     "field outputs (the last output is the status)",
-                                     type(), table_idx_blob_, num_fields));
+      throw InvalidInput(
+          fmt::format("{}: argument \"table_idx_blob\" = {}: must be -1 or the index of one of the {} "
+                      "field outputs (the last output is the status)",
+                      type(), table_idx_blob_, num_fields));
   }
 
   static constexpr int64_t kDefaultSeed = 0x5eed;
@@ -380,8 +390,8 @@ class WeightedSampleDequeueBlobsOp final : public QueueOpBase {
     const std::size_t n = output_size() - 1;
     for (std::size_t k = 0; k < input_size(); ++k) (void)queue(k);  // bind all, so cancel() closes all
     const double r = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-    std::size_t idx = static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), r) -
-                                               cumulative_.begin());
+    std::size_t idx =
+        static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), r) - cumulative_.begin());
     if (idx > last_positive_) idx = last_positive_;
     BlobsQueue& q = queue(idx);
     check_num_blobs(q, idx, n);
@@ -490,8 +500,7 @@ void register_queue_ops(OperatorRegistry& reg) {
               .outputs(2, kAny)
               .arg("weights", ArgType::Floats, "sampling weight per input queue (>= 0, positive sum)", "all 1")
               .arg("table_idx_blob", ArgType::Int,
-                   "-1, or the index of a field output that receives the chosen queue's index (int32, shape [1])",
-                   "-1")
+                   "-1, or the index of a field output that receives the chosen queue's index (int32, shape [1])", "-1")
               .arg("seed", ArgType::Int,
                    "seed of the operator's random generator (moka addition: runs are reproducible)", "24301")
               .doc("WeightedSampleDequeueBlobs([q1..qk], [b1..bn, status]): each run picks one queue with "

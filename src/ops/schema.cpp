@@ -13,23 +13,33 @@ namespace moka {
 
 const char* arg_type_name(ArgType t) {
   switch (t) {
-    case ArgType::Int: return "int";
-    case ArgType::Bool: return "bool";
-    case ArgType::Float: return "float";
-    case ArgType::Number: return "number";
-    case ArgType::String: return "string";
-    case ArgType::Ints: return "ints";
-    case ArgType::Floats: return "floats";
-    case ArgType::Strings: return "strings";
-    case ArgType::DType: return "dtype";
-    case ArgType::Net: return "net";
-    case ArgType::Nets: return "nets";
+    case ArgType::Int:
+      return "int";
+    case ArgType::Bool:
+      return "bool";
+    case ArgType::Float:
+      return "float";
+    case ArgType::Number:
+      return "number";
+    case ArgType::String:
+      return "string";
+    case ArgType::Ints:
+      return "ints";
+    case ArgType::Floats:
+      return "floats";
+    case ArgType::Strings:
+      return "strings";
+    case ArgType::DType:
+      return "dtype";
+    case ArgType::Net:
+      return "net";
+    case ArgType::Nets:
+      return "nets";
   }
   return "?";
 }
 
-OpSchema& OpSchema::arg(std::string name, ArgType type, std::string doc, std::string default_text,
-                        bool required) {
+OpSchema& OpSchema::arg(std::string name, ArgType type, std::string doc, std::string default_text, bool required) {
   args_.push_back(ArgSpec{std::move(name), type, std::move(doc), std::move(default_text), required});
   return *this;
 }
@@ -59,24 +69,36 @@ std::string count_text(int min, int max) {
 }
 
 [[noreturn]] void bad_arg(const Argument& a, ArgType type, const std::string& why) {
-  throw InvalidInput(fmt::format("argument \"{}\" must be {} ({}), {}", a.name, arg_type_name(type),
-                                 [&] {
-                                   switch (type) {
-                                     case ArgType::Int: return "\"i\"";
-                                     case ArgType::Bool: return "\"i\" = 0 or 1";
-                                     case ArgType::Float: return "\"f\"";
-                                     case ArgType::Number: return "\"i\", \"f\" or \"s\"";
-                                     case ArgType::String: return "\"s\"";
-                                     case ArgType::Ints: return "\"ints\"";
-                                     case ArgType::Floats: return "\"floats\"";
-                                     case ArgType::Strings: return "\"strings\"";
-                                     case ArgType::DType: return "\"i\" code or \"s\" name";
-                                     case ArgType::Net: return "\"n\"";
-                                     case ArgType::Nets: return "\"nets\"";
-                                   }
-                                   return "?";
-                                 }(),
-                                 why));
+  throw InvalidInput(fmt::format(
+      "argument \"{}\" must be {} ({}), {}", a.name, arg_type_name(type),
+      [&] {
+        switch (type) {
+          case ArgType::Int:
+            return "\"i\"";
+          case ArgType::Bool:
+            return "\"i\" = 0 or 1";
+          case ArgType::Float:
+            return "\"f\"";
+          case ArgType::Number:
+            return "\"i\", \"f\" or \"s\"";
+          case ArgType::String:
+            return "\"s\"";
+          case ArgType::Ints:
+            return "\"ints\"";
+          case ArgType::Floats:
+            return "\"floats\"";
+          case ArgType::Strings:
+            return "\"strings\"";
+          case ArgType::DType:
+            return "\"i\" code or \"s\" name";
+          case ArgType::Net:
+            return "\"n\"";
+          case ArgType::Nets:
+            return "\"nets\"";
+        }
+        return "?";
+      }(),
+      why));
 }
 }  // namespace
 
@@ -164,8 +186,8 @@ void OpSchema::validate(const OperatorDef& def) const {
       if (unknown_args_ok_) continue;
       std::string known;
       for (const auto& s : args_) known += (known.empty() ? "" : ", ") + s.name;
-      throw InvalidInput(fmt::format("unknown argument \"{}\" for {} (known: {})", a.name, type_,
-                                     known.empty() ? "none" : known));
+      throw InvalidInput(
+          fmt::format("unknown argument \"{}\" for {} (known: {})", a.name, type_, known.empty() ? "none" : known));
     }
     check_arg_type(a, spec->type);
   }

@@ -90,9 +90,7 @@ StatShare::~StatShare() {
   std::erase(cell_->shares, this);
 }
 
-int64_t StatShare::part() const noexcept {
-  return wrapping_sub(value_.load(std::memory_order_relaxed), base_);
-}
+int64_t StatShare::part() const noexcept { return wrapping_sub(value_.load(std::memory_order_relaxed), base_); }
 
 int64_t StatShare::take() noexcept {
   const int64_t now = value_.load(std::memory_order_relaxed);

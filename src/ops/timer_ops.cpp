@@ -61,7 +61,8 @@ class TimerBeginOp final : public OperatorBase {
     // The timer this operator checked last time needs no string comparison (once per batch in a pipe).
     Blob& b = output_blob(0);
     Timer* t = b.is_type<Timer>() ? &b.get_checked_mutable<Timer>() : nullptr;
-    if (t == nullptr || t != checked_ || t->id() != checked_id_) [[unlikely]] t = bind(b, t);
+    if (t == nullptr || t != checked_ || t->id() != checked_id_) [[unlikely]]
+      t = bind(b, t);
     if (!t->try_begin()) throw_timer_error(*this, output_name(0), Timer::kAlreadyRunning);
     return true;
   }
@@ -144,12 +145,13 @@ void register_timer_ops(OperatorRegistry& reg) {
                    "<counter_name> += ns, <counter_name>/count += 1. Fails with \"Called TimerEnd on a stopped "
                    "timer.\" when it is not running."),
           factory_of<TimerEndOp>());
-  reg.add(OpSchema("TimerGet")
-              .inputs(1)
-              .outputs(1)
-              .doc("Writes the nanoseconds elapsed since the timer in input 0 began, as an int64 scalar (shape []). "
-                   "The timer keeps running. Fails with \"Called TimerGet on a stopped timer.\" when it is not running."),
-          factory_of<TimerGetOp>());
+  reg.add(
+      OpSchema("TimerGet")
+          .inputs(1)
+          .outputs(1)
+          .doc("Writes the nanoseconds elapsed since the timer in input 0 began, as an int64 scalar (shape []). "
+               "The timer keeps running. Fails with \"Called TimerGet on a stopped timer.\" when it is not running."),
+      factory_of<TimerGetOp>());
   reg.add(OpSchema("TimerGetAndEnd")
               .inputs(1)
               .outputs(1)

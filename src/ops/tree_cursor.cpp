@@ -85,8 +85,8 @@ void DatasetTree::advance(std::span<const LengthsView> lengths, std::span<const 
   // First pass computes every size from the old offsets (and checks them); the second moves the
   // offsets, so an error leaves the cursor where it was.
   if (limits[0] < offsets[0])
-    throw InvalidInput(fmt::format("Tried to advance past end of cursor. (offset {} of the top level, which has {} rows)",
-                                   offsets[0], limits[0]));
+    throw InvalidInput(fmt::format(
+        "Tried to advance past end of cursor. (offset {} of the top level, which has {} rows)", offsets[0], limits[0]));
   sizes[0] = std::min(limits[0] - offsets[0], num);
   for (std::size_t d = 1; d < nd; ++d) {
     const std::size_t lf = length_fields_[d - 1];
@@ -94,21 +94,24 @@ void DatasetTree::advance(std::span<const LengthsView> lengths, std::span<const 
     const LengthsView& len = lengths[d - 1];
     const int64_t begin = offsets[parent];
     if (begin + sizes[parent] > len.size())
-      throw InvalidInput(fmt::format("Inconsistent field length: field {} ({}) has {} rows, but rows [{}, {}) are needed",
-                                     lf, names_[lf], len.size(), begin, begin + sizes[parent]));
+      throw InvalidInput(
+          fmt::format("Inconsistent field length: field {} ({}) has {} rows, but rows [{}, {}) are needed", lf,
+                      names_[lf], len.size(), begin, begin + sizes[parent]));
     int64_t total = 0;
     for (int64_t k = begin; k < begin + sizes[parent]; ++k) {
       const int64_t v = len[k];
       if (v < 0)
-        throw InvalidInput(fmt::format("lengths field {} ({}) has a negative length {} at row {}", lf, names_[lf], v, k));
+        throw InvalidInput(
+            fmt::format("lengths field {} ({}) has a negative length {} at row {}", lf, names_[lf], v, k));
       if (total > std::numeric_limits<int64_t>::max() - v)
         throw InvalidInput(fmt::format("lengths field {} ({}) adds up to more than int64 can hold", lf, names_[lf]));
       total += v;
     }
     if (offsets[d] > limits[d] || total > limits[d] - offsets[d])
-      throw InvalidInput(fmt::format("Inconsistent field length: tried to advance past the end of field {} "
-                                     "(domain of {}: {} rows, needed rows [{}, {}))",
-                                     d, names_[lf], limits[d], offsets[d], offsets[d] + total));
+      throw InvalidInput(
+          fmt::format("Inconsistent field length: tried to advance past the end of field {} "
+                      "(domain of {}: {} rows, needed rows [{}, {}))",
+                      d, names_[lf], limits[d], offsets[d], offsets[d] + total));
     sizes[d] = total;
   }
   for (std::size_t d = 0; d < nd; ++d) offsets[d] += sizes[d];
@@ -124,9 +127,10 @@ std::vector<int64_t> TreeCursor::offsets() const {
 void TreeCursor::set_offsets(std::vector<int64_t> offsets) {
   const std::size_t nd = tree_.num_offset_fields();
   if (!offsets.empty() && offsets.size() != 1 && offsets.size() != nd)
-    throw InvalidInput(fmt::format("TreeCursor: {} offsets given, but a cursor over {} fields has {} domains "
-                                   "(0 or 1 offsets are also accepted)",
-                                   offsets.size(), tree_.num_fields(), nd));
+    throw InvalidInput(
+        fmt::format("TreeCursor: {} offsets given, but a cursor over {} fields has {} domains "
+                    "(0 or 1 offsets are also accepted)",
+                    offsets.size(), tree_.num_fields(), nd));
   for (int64_t v : offsets)
     if (v < 0) throw InvalidInput(fmt::format("TreeCursor: offset {} is negative", v));
   std::lock_guard lk(mu_);

@@ -109,7 +109,8 @@ void increment_iter(const OperatorBase& op, Tensor& t, const std::string& blob) 
     throw TypeError(fmt::format("{}: iteration blob \"{}\" must be an int64 tensor with one element, got {}", op.type(),
                                 blob, t.describe()));
   int64_t* p = t.mutable_data<int64_t>();
-  if (*p < 0) throw RuntimeError(fmt::format("{}: Previous iteration number is negative ({} in \"{}\").", op.type(), *p, blob));
+  if (*p < 0)
+    throw RuntimeError(fmt::format("{}: Previous iteration number is negative ({} in \"{}\").", op.type(), *p, blob));
   if (*p == std::numeric_limits<int64_t>::max())
     throw RuntimeError(fmt::format("{}: Overflow will happen! (\"{}\" is at the int64 maximum)", op.type(), blob));
   ++*p;
@@ -142,7 +143,7 @@ class AtomicIterOp final : public OperatorBase {
   bool run() override {
     BlobMutex& mu = input_object<BlobMutex>(0);
     std::lock_guard lk(mu);
-    (void)input(1);  // TypeError naming the blob when it is not a filled tensor
+    (void)input(1);                                   // TypeError naming the blob when it is not a filled tensor
     increment_iter(*this, output(0), input_name(1));  // output 0 is input 1 (enforced in place)
     num_iter_.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -159,9 +160,9 @@ class StatRegistryExportOp final : public OperatorBase {
   bool run() override {
     const auto stats = StatRegistry::global().export_all(reset_);
     const int64_t n = static_cast<int64_t>(stats.size());
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     Tensor& keys = output(0);
     keys.resize(DType::String, {n});
     std::string* pk = keys.mutable_data<std::string>();
@@ -188,12 +189,9 @@ class StatRegistryExportOp final : public OperatorBase {
 namespace detail {
 
 void register_utility_ops(OperatorRegistry& reg) {
-  reg.add(OpSchema("Copy")
-              .inputs(1)
-              .outputs(1)
-              .allow_inplace({{0, 0}})
-              .doc("Copies the tensor in input 0 (any dtype, strings included) into output 0, reusing the output's "
-                   "storage. In place it does nothing."),
+  reg.add(OpSchema("Copy").inputs(1).outputs(1).allow_inplace({{0, 0}}).doc(
+              "Copies the tensor in input 0 (any dtype, strings included) into output 0, reusing the output's "
+              "storage. In place it does nothing."),
           factory_of<CopyOp>());
   reg.add(OpSchema("Print")
               .inputs(1)
@@ -207,29 +205,26 @@ void register_utility_ops(OperatorRegistry& reg) {
               .doc("Prints `<blob name>: <tensor>` (dtype, shape and values) for input 0, or the name of the type "
                    "the blob holds when it is not a tensor."),
           factory_of<PrintOp>());
-  reg.add(OpSchema("GetAllBlobNames")
-              .inputs(0)
-              .outputs(1)
-              .arg("include_shared", ArgType::Bool,
-                   "1: every blob visible from the workspace (parents' and forwarded ones too); 0: local blobs only",
-                   "1")
-              .doc("Writes the names of the workspace's blobs as a 1-d string tensor, sorted (Caffe2's order was "
-                   "unspecified). The output blob itself is included, since it exists once the operator does."),
-          factory_of<GetAllBlobNamesOp>());
+  reg.add(
+      OpSchema("GetAllBlobNames")
+          .inputs(0)
+          .outputs(1)
+          .arg("include_shared", ArgType::Bool,
+               "1: every blob visible from the workspace (parents' and forwarded ones too); 0: local blobs only", "1")
+          .doc("Writes the names of the workspace's blobs as a 1-d string tensor, sorted (Caffe2's order was "
+               "unspecified). The output blob itself is included, since it exists once the operator does."),
+      factory_of<GetAllBlobNamesOp>());
   reg.add(OpSchema("CreateMutex")
               .inputs(0)
               .outputs(1)
               .doc("Puts a mutex (moka::BlobMutex) in the output blob, for AtomicIter. A blob that already holds a "
                    "mutex keeps it."),
           factory_of<CreateMutexOp>());
-  reg.add(OpSchema("Iter")
-              .inputs(0, 1)
-              .outputs(1)
-              .enforce_inplace({{0, 0}})
-              .doc("Increments the iteration counter in output 0, an int64 tensor with one element. Without an input, "
-                   "a blob that does not hold a filled tensor yet is first set to int64 [1] = 0. With an input it "
-                   "must be the output (in place). Fails on a negative count and with \"Overflow will happen!\" at "
-                   "the int64 maximum."),
+  reg.add(OpSchema("Iter").inputs(0, 1).outputs(1).enforce_inplace({{0, 0}}).doc(
+              "Increments the iteration counter in output 0, an int64 tensor with one element. Without an input, "
+              "a blob that does not hold a filled tensor yet is first set to int64 [1] = 0. With an input it "
+              "must be the output (in place). Fails on a negative count and with \"Overflow will happen!\" at "
+              "the int64 maximum."),
           factory_of<IterOp>());
   reg.add(OpSchema("AtomicIter")
               .inputs(2)

@@ -1,4 +1,5 @@
-// LocalSession: compile runnables to per-node plans (cached per session), run them, wire TaskOutputs to node workspaces.
+// LocalSession: compile runnables to per-node plans (cached per session), run them, wire TaskOutputs to node
+// workspaces.
 #include "moka/session/local_session.h"
 
 #include <fmt/format.h>
@@ -80,9 +81,8 @@ void LocalSession::run(const Task& task) {
 // docs/sessions.md for what that means for setup blocks in their nets.
 void LocalSession::run(const ExecutionStep& step) {
   check_open();
-  run_compiled(compiled_for(step.identity(), [&] {
-    return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); }).tasks_by_node();
-  }));
+  run_compiled(compiled_for(step.identity(),
+                            [&] { return TaskGroup(WorkspaceType::Global, [&] { Task({}, step); }).tasks_by_node(); }));
 }
 
 void LocalSession::run(const Plan& plan) {
@@ -90,13 +90,14 @@ void LocalSession::run(const Plan& plan) {
   run_compiled(compiled_for(plan.identity(), [&] {
     const std::vector<ExecutionStep> steps = plan.steps();
     if (steps.empty()) throw InvalidInput("LocalSession: the plan has no steps");
-    return TaskGroup(WorkspaceType::Global, [&] {
-             if (steps.size() == 1) {
-               Task({}, steps.front());
-             } else {
-               Task({}, steps);
-             }
-           })
+    return TaskGroup(WorkspaceType::Global,
+                     [&] {
+                       if (steps.size() == 1) {
+                         Task({}, steps.front());
+                       } else {
+                         Task({}, steps);
+                       }
+                     })
         .tasks_by_node();
   }));
 }

@@ -41,9 +41,10 @@ void check_shared_net_names(const TaskGroupDef& group) {
     for (const auto& net : node.plan.network) {
       auto [it, fresh] = owner.emplace(net.name, node.node);
       if (!fresh && it->second != node.node)
-        throw InvalidInput(fmt::format("nodes \"{}\" and \"{}\" both define net \"{}\"; in a shared workspace "
-                                       "net names must be unique across nodes",
-                                       it->second, node.node, net.name));
+        throw InvalidInput(
+            fmt::format("nodes \"{}\" and \"{}\" both define net \"{}\"; in a shared workspace "
+                        "net names must be unique across nodes",
+                        it->second, node.node, net.name));
     }
 }
 
@@ -56,9 +57,8 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
 PreparedTaskGroup::PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces)
     : group_(std::move(group)), workspaces_(workspaces) {
   for (const auto& node : group_.nodes)  // PreparedPlan checks the plan
-    with_node_context(node.node, [&] {
-      plans_.push_back(std::make_unique<PreparedPlan>(workspaces_.node(node.node), node.plan));
-    });
+    with_node_context(
+        node.node, [&] { plans_.push_back(std::make_unique<PreparedPlan>(workspaces_.node(node.node), node.plan)); });
   if (workspaces_.shared()) check_shared_net_names(group_);
 }
 

@@ -51,7 +51,8 @@ void check_manifest(std::string_view text) {
   }
   const std::string again = moka::to_json(m);
   try {
-    if (!(moka::manifest_from_json(again, "again") == m)) die("round trip changed the manifest", std::string(text), again);
+    if (!(moka::manifest_from_json(again, "again") == m))
+      die("round trip changed the manifest", std::string(text), again);
   } catch (const moka::Error& e) {
     die("a serialised manifest did not load back", again, e.what());
   }

@@ -40,7 +40,8 @@ namespace {
 // One scratch file per fuzzing process, on tmpfs when there is one (the writer fsyncs).
 const std::string& scratch_path() {
   static const std::string path = [] {
-    const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    const char* dir =
+        access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
     return std::string(dir) + "/moka_minidb_fuzz." + std::to_string(getpid()) + ".minidb";
   }();
   return path;
@@ -118,8 +119,7 @@ std::string with_checksums_fixed(std::string s) {
     off += kRecordHeader + key_len + value_len;
   }
   put64(s, t + 24, hash(chain, 0, chain.size(), 0));
-  if (index_offset <= t && index_size <= t - index_offset)
-    put64(s, t + 32, hash(s, index_offset, index_size, 0));
+  if (index_offset <= t && index_size <= t - index_offset) put64(s, t + 32, hash(s, index_offset, index_size, 0));
   put64(s, t + 40, s.size());
   put64(s, t + 48, hash(s, t, 48, 0));
   return s;
@@ -222,7 +222,8 @@ void tensors_recipe(Input& in) {
     const uint32_t count = in.u16() % 300;
     std::vector<int32_t> v(count);
     for (auto& x : v) x = static_cast<int32_t>(in.u32());
-    ws.create_blob(name)->get_mutable<moka::Tensor>() = moka::Tensor::from_vector<int32_t>({static_cast<int64_t>(count)}, v);
+    ws.create_blob(name)->get_mutable<moka::Tensor>() =
+        moka::Tensor::from_vector<int32_t>({static_cast<int64_t>(count)}, v);
     names.push_back(name);
   }
   moka::SaveSpec save;
@@ -252,7 +253,8 @@ void tensors_recipe(Input& in) {
     const moka::Tensor& want = ws.blob(name).get<moka::Tensor>();
     const moka::Tensor& got = b->get<moka::Tensor>();
     if (got.shape() != want.shape() ||
-        (want.numel() > 0 && std::memcmp(got.raw_data(), want.raw_data(), static_cast<std::size_t>(want.numel()) * 4) != 0))
+        (want.numel() > 0 &&
+         std::memcmp(got.raw_data(), want.raw_data(), static_cast<std::size_t>(want.numel()) * 4) != 0))
       die("a loaded checkpoint holds a wrong value", name);
   }
 }

@@ -33,8 +33,9 @@ void run(const std::vector<uint8_t>& input) {
 }
 
 std::vector<uint8_t> mutate(std::vector<uint8_t> v, std::mt19937_64& rng) {
-  static constexpr uint64_t kBoundaries[] = {0, 1, 2, 31, 32, 64, 0x7fffffffull, 0xffffffffull, 1ull << 32,
-                                             0x7fffffffffffffffull, 0x8000000000000000ull, ~0ull};
+  static constexpr uint64_t kBoundaries[] = {
+      0,    1, 2, 31, 32, 64, 0x7fffffffull, 0xffffffffull, 1ull << 32, 0x7fffffffffffffffull, 0x8000000000000000ull,
+      ~0ull};
   const int damages = 1 + static_cast<int>(rng() % 3);
   for (int d = 0; d < damages && !v.empty(); ++d) {
     const std::size_t pos = rng() % v.size();

@@ -1,26 +1,26 @@
 // moka command-line tool: `moka run PLAN.json [--fetch a,b]`, `moka check PLAN.json`, `moka ops [TYPE]`.
 // Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan, flags), 130 interrupted.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <charconv>
-#include <thread>
-#include <variant>
 #include <atomic>
-#include <csignal>
+#include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
-#include <string_view>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <thread>
+#include <variant>
 
-#include "moka/exec/control_ops.h"
-#include "moka/moka.h"
 #include "moka/defs/json.h"
+#include "moka/exec/control_ops.h"
 #include "moka/job/run_job.h"
+#include "moka/moka.h"
 
 namespace {
 
@@ -106,9 +106,11 @@ const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::Nod
     if (const moka::Workspace* ws = nodes.find(n.node); ws && ws->has_blob(name)) present.push_back(n.node);
   }
   const std::vector<std::string>& where = declared.empty() ? present : declared;
-  if (where.empty()) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
+  if (where.empty())
+    throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
   if (where.size() > 1 && !nodes.shared())
-    throw moka::NotFound(fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
+    throw moka::NotFound(
+        fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
   return nodes.find(where.front())->get_blob(name);
 }
 
@@ -191,7 +193,7 @@ struct JobRunArgs {
   std::string path;
   std::string checkpoint_dir;
   std::string db_type;  // empty: the resumed checkpoint's, minidb from scratch
-  std::string resume;  // "", "latest" or an epoch number
+  std::string resume;   // "", "latest" or an epoch number
   bool start_over = false;
   bool accept_changed_job = false;
   int64_t keep_last = 0;
@@ -227,7 +229,8 @@ int cmd_job_run(const JobRunArgs& args) {
     int64_t epoch = -1;
     auto [end, ec] = std::from_chars(args.resume.data(), args.resume.data() + args.resume.size(), epoch);
     if (ec != std::errc() || end != args.resume.data() + args.resume.size() || epoch < 0)
-      throw moka::InvalidInput(fmt::format("--resume: expected \"latest\" or an epoch number >= 0, got \"{}\"", args.resume));
+      throw moka::InvalidInput(
+          fmt::format("--resume: expected \"latest\" or an epoch number >= 0, got \"{}\"", args.resume));
     options.resume_from_epoch = epoch;
   }
   options.retention = {.keep_last = args.keep_last, .keep_every = args.keep_every};
@@ -239,7 +242,8 @@ int cmd_job_run(const JobRunArgs& args) {
   options.run.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.exception_timeout_s * 1000));
   options.run.concurrency = concurrency_of(args.fibers, args.threads);
   options.on_epoch = [](const moka::EpochReport& r) {
-    std::string line = r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
+    std::string line =
+        r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
     if (r.checkpointed) {
       line += fmt::format(", checkpoint {} in {:.3f} s{}", byte_size(r.checkpoint_bytes), r.checkpoint_seconds,
                           r.background ? " (snapshot; written in the background)" : "");
@@ -284,7 +288,8 @@ int cmd_job_run(const JobRunArgs& args) {
       throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
     throw;
   }
-  for (const auto& e : result.save_errors) std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
+  for (const auto& e : result.save_errors)
+    std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
   if (!result.removed_temporaries.empty())
     std::cout << "removed " << result.removed_temporaries.size() << " temporary file(s) an interrupted run left in "
               << options.checkpoint_dir << std::endl;
@@ -331,8 +336,9 @@ std::string job_summary(const moka::JobDef& job) {
     for (const auto& n : g->nodes)
       if (std::find(nodes.begin(), nodes.end(), n.node) == nodes.end()) nodes.push_back(n.node);
   }
-  return fmt::format("job, {} with nodes, {}, {}, {} checkpointed", count_of(groups, "group"), count_of(nodes.size(), "node"),
-                     count_of(job.stop_conditions.size(), "stop condition"), count_of(job.checkpoint_nodes().size(), "node"));
+  return fmt::format("job, {} with nodes, {}, {}, {} checkpointed", count_of(groups, "group"),
+                     count_of(nodes.size(), "node"), count_of(job.stop_conditions.size(), "stop condition"),
+                     count_of(job.checkpoint_nodes().size(), "node"));
 }
 
 int cmd_check(const std::string& path) {
@@ -371,24 +377,25 @@ int main(int argc, char** argv) {
   CLI::App app{"moka: a runtime for dataflow jobs (Caffe2's task/job layer in C++)", "moka"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moka 0.1.0");
-  app.footer(fmt::format(
-      "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
-      "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
-      "           [--fibers | --threads]\n"
-      "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
-      "  moka ops [TYPE]\n"
-      "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
-      "               [--start-over] [--accept-changed-job]\n"
-      "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
-      "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
-      "  moka --help | moka SUBCOMMAND --help | moka --version\n"
-      "Plan, TaskGroup and job files are read up to {} MiB.\n"
-      "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
-      "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
-      moka::kMaxDefinitionFileBytes >> 20));
+  app.footer(
+      fmt::format("Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
+                  "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
+                  "           [--fibers | --threads]\n"
+                  "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
+                  "  moka ops [TYPE]\n"
+                  "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
+                  "               [--start-over] [--accept-changed-job]\n"
+                  "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
+                  "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+                  "  moka --help | moka SUBCOMMAND --help | moka --version\n"
+                  "Plan, TaskGroup and job files are read up to {} MiB.\n"
+                  "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
+                  "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
+                  moka::kMaxDefinitionFileBytes >> 20));
 
-  auto* run = app.add_subcommand("run", "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
-                                        "the fetched blobs as one JSON object");
+  auto* run = app.add_subcommand("run",
+                                 "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
+                                 "the fetched blobs as one JSON object");
   std::string run_path;
   std::vector<std::string> fetch;
   double exception_timeout = 60;
@@ -429,8 +436,9 @@ int main(int argc, char** argv) {
   auto* job = app.add_subcommand("job", "Jobs: epochs with checkpoints (see docs/jobs.md)");
   job->require_subcommand(1);
   auto* job_run = job->add_subcommand(
-      "run", "Run a job (JSON, see docs/job-format.md), checkpointing every epoch; print one line per epoch "
-             "and the job's outputs as one JSON object");
+      "run",
+      "Run a job (JSON, see docs/job-format.md), checkpointing every epoch; print one line per epoch "
+      "and the job's outputs as one JSON object");
   JobRunArgs job_args;
   job_run->add_option("job", job_args.path, "Job JSON file")->required();
   // An empty value (an unset shell variable) must not pass for no option: an empty --checkpoint-dir
@@ -440,9 +448,10 @@ int main(int argc, char** argv) {
   job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
       ->required()
       ->check(non_empty);
-  job_run->add_option("--db-type", job_args.db_type,
-                      "Checkpoint DB backend: minidb, leveldb or lmdb (default: the resumed checkpoint's own, "
-                      "recorded in its manifest; minidb from scratch). A resume with another one is refused")
+  job_run
+      ->add_option("--db-type", job_args.db_type,
+                   "Checkpoint DB backend: minidb, leveldb or lmdb (default: the resumed checkpoint's own, "
+                   "recorded in its manifest; minidb from scratch). A resume with another one is refused")
       ->check(CLI::IsMember({"minidb", "leveldb", "lmdb"}, CLI::ignore_case));
   job_run->add_flag("--start-over", job_args.start_over,
                     "Delete the committed checkpoints of the directory and run from scratch (without it, a run from "
@@ -450,9 +459,10 @@ int main(int argc, char** argv) {
                     "refused)");
   job_run->add_flag("--accept-changed-job", job_args.accept_changed_job,
                     "Resume even though the checkpoint was written by a job with another definition");
-  job_run->add_option("--resume", job_args.resume,
-                      "\"latest\": the newest committed epoch that verifies (from scratch when there is none); "
-                      "N: exactly epoch N")
+  job_run
+      ->add_option("--resume", job_args.resume,
+                   "\"latest\": the newest committed epoch that verifies (from scratch when there is none); "
+                   "N: exactly epoch N")
       ->check(non_empty);
   CLI::Option* keep_last =
       job_run->add_option("--keep-last", job_args.keep_last, "Keep only the newest N committed checkpoints (0: all)")
@@ -466,8 +476,9 @@ int main(int argc, char** argv) {
   job_run->add_flag("--tolerate-save-failures", job_args.tolerate_save_failures,
                     "Log a failed checkpoint save and go on (Caffe2's behaviour) instead of failing the job");
   job_run->add_option("--fetch", job_args.fetch, "More blob names to print at the end, comma-separated");
-  job_run->add_option("--exception-timeout", job_args.exception_timeout_s,
-                      "Seconds to wait for concurrent workers to stop after an error (default 60)")
+  job_run
+      ->add_option("--exception-timeout", job_args.exception_timeout_s,
+                   "Seconds to wait for concurrent workers to stop after an error (default 60)")
       ->check(seconds);
   CLI::Option* job_fibers =
       job_run->add_flag("--fibers", job_args.fibers,
@@ -485,9 +496,10 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand(
       "check", "Validate a plan, a TaskGroup or a job without running it (exit 0 if valid, 2 if not)");
   std::string check_path;
-  check->add_option("file", check_path,
-                    "Plan, TaskGroup or job JSON file (docs/plan-format.md, docs/job-format.md); told apart by "
-                    "their fields")
+  check
+      ->add_option("file", check_path,
+                   "Plan, TaskGroup or job JSON file (docs/plan-format.md, docs/job-format.md); told apart by "
+                   "their fields")
       ->required();
   check->footer(
       "Output: one line on stdout, \"FILE: ok (8 nets, 3 top-level steps)\", \"FILE: ok (task group, 2 nodes)\" "
@@ -501,7 +513,8 @@ int main(int argc, char** argv) {
   // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops" && first != "job") {
-    std::cerr << "moka: unknown subcommand \"" << one_line(argv[1]) << "\" (expected run, check, ops or job; see moka --help)\n";
+    std::cerr << "moka: unknown subcommand \"" << one_line(argv[1])
+              << "\" (expected run, check, ops or job; see moka --help)\n";
     return 2;
   }
 

@@ -28,8 +28,8 @@ std::string context_type_name(const std::type_info& type);
 
 template <class T>
 struct ContextStack {
-  std::vector<T*> items;                       // innermost last
-  std::vector<std::unique_ptr<T>> defaults;    // owned default instances (DefaultManaged only)
+  std::vector<T*> items;                     // innermost last
+  std::vector<std::unique_ptr<T>> defaults;  // owned default instances (DefaultManaged only)
 };
 
 // One stack per type and thread. A function-local thread_local in a template is shared by all

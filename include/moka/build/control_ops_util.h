@@ -51,8 +51,8 @@ void add_if_op(Net& if_net, const BlobRef& cond_blob, const BlobNameSet& lexical
                const std::optional<NetDef>& else_net = std::nullopt);
 /// add_if_op on a bare NetDef (no schema checks; inputs not defined earlier in if_net become its
 /// external inputs, as core.Net would make them).
-void add_if_op(NetDef& if_net, const std::string& cond_blob, const BlobNameSet& lexical_scope,
-               const NetDef& then_net, const std::optional<NetDef>& else_net = std::nullopt);
+void add_if_op(NetDef& if_net, const std::string& cond_blob, const BlobNameSet& lexical_scope, const NetDef& then_net,
+               const std::optional<NetDef>& else_net = std::nullopt);
 
 /// @brief Caffe2's `add_while_op`: appends to while_net the scopes and
 /// `While([cond, ...], [...], loop_net=Do(body, copy_external_blobs), cond_net=Do(condition))`.

@@ -123,14 +123,11 @@ class StepOrNet {
   StepOrNet(ExecutionStep step) : v_(std::move(step)) {}  // NOLINT(google-explicit-constructor)
   StepOrNet(Net net) : v_(std::move(net)) {}              // NOLINT(google-explicit-constructor)
   template <class T>
-    requires(!std::is_same_v<std::remove_cvref_t<T>, ExecutionStep> &&
-             !std::is_same_v<std::remove_cvref_t<T>, Net> &&
-             !std::is_same_v<std::remove_cvref_t<T>, StepOrNet> &&
-             std::is_copy_constructible_v<std::remove_cvref_t<T>> &&
-             requires(std::remove_cvref_t<T>& x, const std::string& n) {
-               { to_execution_step(x, n) } -> std::same_as<ExecutionStep>;
-             })
-  StepOrNet(T&& x)  // NOLINT(google-explicit-constructor)
+  requires(!std::is_same_v<std::remove_cvref_t<T>, ExecutionStep> && !std::is_same_v<std::remove_cvref_t<T>, Net> &&
+           !std::is_same_v<std::remove_cvref_t<T>, StepOrNet> && std::is_copy_constructible_v<std::remove_cvref_t<T>> &&
+           requires(std::remove_cvref_t<T> & x, const std::string& n) {
+             { to_execution_step(x, n) } -> std::same_as<ExecutionStep>;
+           }) StepOrNet(T&& x)  // NOLINT(google-explicit-constructor)
       : v_(Converter([obj = std::remove_cvref_t<T>(std::forward<T>(x))](const std::string& n) mutable {
           return to_execution_step(obj, n);
         })) {}
@@ -158,8 +155,8 @@ class StepsOrNets {
   StepsOrNets(ExecutionStep step) : one_(std::move(step)) {}  // NOLINT(google-explicit-constructor)
   StepsOrNets(Net net) : one_(std::move(net)) {}              // NOLINT(google-explicit-constructor)
   StepsOrNets(std::initializer_list<StepOrNet> items) : list_(items) {}
-  StepsOrNets(std::vector<StepOrNet> items) : list_(std::move(items)) {}  // NOLINT
-  StepsOrNets(const std::vector<Net>& nets) : list_(nets.begin(), nets.end()) {}  // NOLINT
+  StepsOrNets(std::vector<StepOrNet> items) : list_(std::move(items)) {}                       // NOLINT
+  StepsOrNets(const std::vector<Net>& nets) : list_(nets.begin(), nets.end()) {}               // NOLINT
   StepsOrNets(const std::vector<ExecutionStep>& steps) : list_(steps.begin(), steps.end()) {}  // NOLINT
 
   /// The single step or net, when one was given (not a list).
@@ -182,8 +179,8 @@ struct StepOptions {
   std::optional<BlobRef> should_stop_blob{};
   std::optional<bool> only_once{};
   std::optional<int32_t> num_concurrent_instances{};
-  bool create_workspace = false;            ///< set only when true
-  int64_t run_every_ms = 0;                 ///< set only when non-zero
+  bool create_workspace = false;  ///< set only when true
+  int64_t run_every_ms = 0;       ///< set only when non-zero
 };
 
 /// @brief Caffe2's `core.execution_step`: a new step named default_name (automatic when

@@ -39,7 +39,7 @@ class NetAttribute {
 class Arg {
  public:
   template <class V>
-    requires requires(std::string n, V&& v) { make_arg(std::move(n), std::forward<V>(v)); }
+  requires requires(std::string n, V&& v) { make_arg(std::move(n), std::forward<V>(v)); }
   Arg(std::string name, V&& value)  // NOLINT(google-explicit-constructor)
       : arg_(make_arg(std::move(name), std::forward<V>(value))) {}
   Arg(std::string name, std::initializer_list<int> values);
@@ -89,12 +89,12 @@ class ConstValue {
  public:
   using Storage = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
                                std::vector<bool>, std::vector<std::string>>;
-  ConstValue(int v) : v_(int64_t{v}) {}                  // NOLINT(google-explicit-constructor)
-  ConstValue(int64_t v) : v_(v) {}                       // NOLINT(google-explicit-constructor)
-  ConstValue(double v) : v_(v) {}                        // NOLINT(google-explicit-constructor)
-  ConstValue(bool v) : v_(v) {}                          // NOLINT(google-explicit-constructor)
-  ConstValue(const char* v) : v_(std::string(v)) {}      // NOLINT(google-explicit-constructor)
-  ConstValue(std::string v) : v_(std::move(v)) {}        // NOLINT(google-explicit-constructor)
+  ConstValue(int v) : v_(int64_t{v}) {}                         // NOLINT(google-explicit-constructor)
+  ConstValue(int64_t v) : v_(v) {}                              // NOLINT(google-explicit-constructor)
+  ConstValue(double v) : v_(v) {}                               // NOLINT(google-explicit-constructor)
+  ConstValue(bool v) : v_(v) {}                                 // NOLINT(google-explicit-constructor)
+  ConstValue(const char* v) : v_(std::string(v)) {}             // NOLINT(google-explicit-constructor)
+  ConstValue(std::string v) : v_(std::move(v)) {}               // NOLINT(google-explicit-constructor)
   ConstValue(std::vector<int64_t> v) : v_(std::move(v)) {}      // NOLINT(google-explicit-constructor)
   ConstValue(std::vector<double> v) : v_(std::move(v)) {}       // NOLINT(google-explicit-constructor)
   ConstValue(std::vector<bool> v) : v_(std::move(v)) {}         // NOLINT(google-explicit-constructor)

@@ -121,14 +121,13 @@ class NetBuilder {
   explicit NetBuilder(const NetBuilderOptions& options);
   /// Creates the builder and runs body inside it at once (see build()).
   template <class F>
-    requires std::invocable<F&>
-  NetBuilder(const NetBuilderOptions& options, F&& body) : NetBuilder(options) {
+  requires std::invocable<F&> NetBuilder(const NetBuilderOptions& options, F&& body) : NetBuilder(options) {
     build(std::forward<F>(body));
   }
   /// An unnamed builder whose body runs at once.
   template <class F>
-    requires(std::invocable<F&> && !std::is_same_v<std::remove_cvref_t<F>, NetBuilder>)
-  explicit NetBuilder(F&& body) : NetBuilder(NetBuilderOptions{}) {
+  requires(std::invocable<F&> && !std::is_same_v<std::remove_cvref_t<F>, NetBuilder>) explicit NetBuilder(F&& body)
+      : NetBuilder(NetBuilderOptions{}) {
     build(std::forward<F>(body));
   }
 
@@ -142,8 +141,7 @@ class NetBuilder {
   /// If body throws, the builder is frozen and the exception propagates. A builder that is
   /// already built refuses ("This NetBuilder (N) has been built already.").
   template <class F>
-    requires std::invocable<F&>
-  NetBuilder& build(F&& body) {
+  requires std::invocable<F&> NetBuilder& build(F&& body) {
     run_body([&] { body(); }, BuildHooks{});
     return *this;
   }

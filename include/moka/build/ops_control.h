@@ -126,8 +126,7 @@ class StopGuard {
   NetBuilder& builder() noexcept { return builder_; }
 
  private:
-  friend StopGuard detail::make_stop_guard(const std::function<void(StopGuard&)>&, const BlobRef&,
-                                           const std::string&);
+  friend StopGuard detail::make_stop_guard(const std::function<void(StopGuard&)>&, const BlobRef&, const std::string&);
   StopGuard(NetBuilder builder, BlobRef stopped) : builder_(std::move(builder)), stopped_(std::move(stopped)) {}
 
   NetBuilder builder_;
@@ -167,13 +166,15 @@ class RunIf {
   template <std::invocable F>
   RunIf Elif(const BlobRef& cond, F&& body, const IfOptions& options = {}) const {
     check_not_else("Elif");
-    return detail::make_if(cond, already_ran_, [&body] { body(); }, branch_name(options));
+    return detail::make_if(
+        cond, already_ran_, [&body] { body(); }, branch_name(options));
   }
   /// Adds the Else branch.
   template <std::invocable F>
   RunIf Else(F&& body, const IfOptions& options = {}) const {
     check_not_else("Else");
-    return detail::make_if(std::nullopt, already_ran_, [&body] { body(); }, branch_name(options));
+    return detail::make_if(
+        std::nullopt, already_ran_, [&body] { body(); }, branch_name(options));
   }
 
   bool is_else() const noexcept { return is_else_; }
@@ -199,7 +200,8 @@ class RunIf {
 /// Adds a block that runs body once if cond (a bool scalar) is true.
 template <std::invocable F>
 RunIf If(const BlobRef& cond, F&& body, const IfOptions& options = {}) {
-  return detail::make_if(cond, std::nullopt, [&body] { body(); }, options.name);
+  return detail::make_if(
+      cond, std::nullopt, [&body] { body(); }, options.name);
 }
 
 }  // namespace moka::ops

@@ -49,7 +49,8 @@ struct ControlNetOptions {
 /// Thread-safety: as NetBuilder.
 template <std::invocable F>
 NetBuilder IfNet(const BlobRef& cond, F&& body, const ControlNetOptions& options = {}) {
-  return detail::make_if_net(cond, [&body] { body(); }, options.name);
+  return detail::make_if_net(
+      cond, [&body] { body(); }, options.name);
 }
 
 /// @brief Adds the else-branch of the ops::IfNet just before it (Caffe2's `ops.Else` /

@@ -40,34 +40,38 @@ std::shared_ptr<ReportStep> make_reporter(int64_t interval_ms, const std::functi
 /// Attribute kTaskSetup, Init.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> task_init(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("task_init", kTaskSetup, SetupBuilder::Type::Init, [&body] { body(); }, options.name);
+  return detail::make_setup(
+      "task_init", kTaskSetup, SetupBuilder::Type::Init, [&body] { body(); }, options.name);
 }
 /// Attribute kTaskSetup, Exit.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> task_exit(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("task_exit", kTaskSetup, SetupBuilder::Type::Exit, [&body] { body(); }, options.name);
+  return detail::make_setup(
+      "task_exit", kTaskSetup, SetupBuilder::Type::Exit, [&body] { body(); }, options.name);
 }
 /// Attribute kTaskInstanceSetup, Init.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> task_instance_init(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("task_instance_init", kTaskInstanceSetup, SetupBuilder::Type::Init, [&body] { body(); },
-                            options.name);
+  return detail::make_setup(
+      "task_instance_init", kTaskInstanceSetup, SetupBuilder::Type::Init, [&body] { body(); }, options.name);
 }
 /// Attribute kTaskInstanceSetup, Exit.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> task_instance_exit(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("task_instance_exit", kTaskInstanceSetup, SetupBuilder::Type::Exit, [&body] { body(); },
-                            options.name);
+  return detail::make_setup(
+      "task_instance_exit", kTaskInstanceSetup, SetupBuilder::Type::Exit, [&body] { body(); }, options.name);
 }
 /// Attribute kLocalSetup, Init.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> local_init(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("local_init", kLocalSetup, SetupBuilder::Type::Init, [&body] { body(); }, options.name);
+  return detail::make_setup(
+      "local_init", kLocalSetup, SetupBuilder::Type::Init, [&body] { body(); }, options.name);
 }
 /// Attribute kLocalSetup, Exit.
 template <std::invocable F>
 std::shared_ptr<SetupBuilder> local_exit(F&& body, const SetupOptions& options = {}) {
-  return detail::make_setup("local_exit", kLocalSetup, SetupBuilder::Type::Exit, [&body] { body(); }, options.name);
+  return detail::make_setup(
+      "local_exit", kLocalSetup, SetupBuilder::Type::Exit, [&body] { body(); }, options.name);
 }
 
 /// Optional arguments of ops::task_reporter.
@@ -81,12 +85,14 @@ struct ReporterOptions {
 /// interval_ms <= 0 leaves run_every_ms unset (the Task then uses 1000 ms, as Caffe2 does).
 template <std::invocable F>
 std::shared_ptr<ReportStep> task_reporter(int64_t interval_ms, F&& body, const ReporterOptions& options = {}) {
-  return detail::make_reporter(interval_ms, [&body] { body(); }, options.name);
+  return detail::make_reporter(
+      interval_ms, [&body] { body(); }, options.name);
 }
 /// task_reporter every 1000 ms.
 template <std::invocable F>
 std::shared_ptr<ReportStep> task_reporter(F&& body, const ReporterOptions& options = {}) {
-  return detail::make_reporter(1000, [&body] { body(); }, options.name);
+  return detail::make_reporter(
+      1000, [&body] { body(); }, options.name);
 }
 
 }  // namespace moka::ops

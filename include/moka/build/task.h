@@ -22,11 +22,11 @@ struct TaskGroupState;
 
 /// Optional arguments of Task (Caffe2's keyword arguments).
 struct TaskOptions {
-  std::string name{};                           ///< default: the step's name, else "task"
-  std::optional<std::string> node{};            ///< default: the active Node ("local")
+  std::string name{};                             ///< default: the step's name, else "task"
+  std::optional<std::string> node{};              ///< default: the active Node ("local")
   std::optional<WorkspaceType> workspace_type{};  ///< default: the group's, else PRIVATE
-  TaskGroup* group = nullptr;                   ///< default: the active TaskGroup, if any
-  int32_t num_instances = 0;                    ///< > 1: instances run concurrently, each in its own child workspace
+  TaskGroup* group = nullptr;                     ///< default: the active TaskGroup, if any
+  int32_t num_instances = 0;                      ///< > 1: instances run concurrently, each in its own child workspace
   std::vector<TaskOutput> outputs{};
 };
 

@@ -104,7 +104,8 @@ class Cancelled : public Error {
 /// A moka::Error becomes a private copy of the same dynamic type (Error::clone), so that no two
 /// threads add context to one object (a data race, and every rethrower's locations would pile up
 /// in one message). Anything else — an Error subclass without its own clone(), an Error that
-/// carries a nested exception (std::throw_with_nested) — is returned as it is. Thread-safety: thread-safe, provided nobody adds context to `e` meanwhile.
+/// carries a nested exception (std::throw_with_nested) — is returned as it is. Thread-safety: thread-safe, provided
+/// nobody adds context to `e` meanwhile.
 std::exception_ptr copy_for_rethrow(const std::exception_ptr& e);
 
 }  // namespace moka

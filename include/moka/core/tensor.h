@@ -43,8 +43,7 @@ struct StorageAllocator : std::allocator<T> {
   };
   using std::allocator<T>::allocator;
   T* allocate(std::size_t n) {
-    if (n * sizeof(T) >= kLargeStorageBytes)
-      return static_cast<T*>(allocate_large_storage(n * sizeof(T)));
+    if (n * sizeof(T) >= kLargeStorageBytes) return static_cast<T*>(allocate_large_storage(n * sizeof(T)));
     return std::allocator<T>::allocate(n);
   }
   void deallocate(T* p, std::size_t n) noexcept {
@@ -127,10 +126,10 @@ class Tensor {
   /// Sets dimension 0 to `rows`, keeping the values of every row that remains (Caffe2's
   /// Extend/ShrinkTo). Storage grows geometrically, so appending rows one batch at a time costs
   /// amortized O(appended values). Needs a defined tensor with ndim() >= 1 (TypeError otherwise);
-  /// InvalidInput for a negative or too large row count, OutOfMemory when the storage cannot grow. New rows have unspecified values: zero
-  /// where the storage grows (rows a shrink dropped come back with their old values), except with
-  /// zero_new = false, for callers that write every new row before anything reads it (appends),
-  /// which saves a pass over them.
+  /// InvalidInput for a negative or too large row count, OutOfMemory when the storage cannot grow. New rows have
+  /// unspecified values: zero where the storage grows (rows a shrink dropped come back with their old values), except
+  /// with zero_new = false, for callers that write every new row before anything reads it (appends), which saves a pass
+  /// over them.
   void resize_dim0(int64_t rows, bool zero_new = true) {
     // Steady state of appending to a vector: its storage already holds the rows (it grows by half
     // at a time, see resize_dim0_slow), so only the shape changes.
@@ -222,7 +221,7 @@ class Tensor {
   // resize_dim0(…, zero_new = false) adds. Its size may exceed nbytes(): resize_dim0 grows it by
   // half at a time, and bytes past nbytes() are zero or values a shrink left.
   std::vector<std::byte, detail::StorageAllocator<std::byte>> bytes_;
-  std::vector<std::string> strings_;   // used when dtype_ == String
+  std::vector<std::string> strings_;  // used when dtype_ == String
 };
 
 /// Product of dimensions; throws InvalidInput for negative dimensions or overflow. The product of
@@ -245,8 +244,7 @@ template <class T>
 Tensor Tensor::from_vector(std::vector<int64_t> shape, const std::vector<T>& values) {
   Tensor t;
   t.resize(dtype_of<T>(), shape);
-  if (static_cast<std::size_t>(t.numel()) != values.size())
-    detail::throw_values_mismatch(t.shape(), values.size());
+  if (static_cast<std::size_t>(t.numel()) != values.size()) detail::throw_values_mismatch(t.shape(), values.size());
   std::copy(values.begin(), values.end(), t.mutable_data<T>());
   return t;
 }

@@ -42,8 +42,7 @@ struct NetDef {
 };
 
 /// Builds an OperatorDef; handy in tests and examples.
-OperatorDef make_op(std::string type, std::vector<std::string> inputs,
-                    std::vector<std::string> outputs, std::vector<Argument> args = {},
-                    std::string name = {});
+OperatorDef make_op(std::string type, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                    std::vector<Argument> args = {}, std::string name = {});
 
 }  // namespace moka

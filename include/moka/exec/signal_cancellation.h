@@ -33,8 +33,8 @@ namespace moka {
 /// at a time (a second throws InvalidInput). Thread-safety: construct and destroy on one thread.
 class SignalCancellation {
  public:
-  explicit SignalCancellation(std::shared_ptr<CancelToken> token, std::initializer_list<int> signals = {SIGINT,
-                                                                                                        SIGTERM});
+  explicit SignalCancellation(std::shared_ptr<CancelToken> token,
+                              std::initializer_list<int> signals = {SIGINT, SIGTERM});
   ~SignalCancellation();
   SignalCancellation(const SignalCancellation&) = delete;
   SignalCancellation& operator=(const SignalCancellation&) = delete;

@@ -70,10 +70,10 @@ class WorkerPool final : public BlockingObserver {
   // Jobs of one submit_batch: claimed one index at a time; the last job to finish frees it.
   struct Batch {
     std::function<void(std::size_t)> fn;
-    const std::atomic<bool>* stop = nullptr;                   // see the four-argument submit_batch
+    const std::atomic<bool>* stop = nullptr;  // see the four-argument submit_batch
     std::function<void(std::size_t, std::size_t)> skip;
     std::size_t count = 0;
-    std::size_t next = 0;                // next index to claim (mu_ held)
+    std::size_t next = 0;  // next index to claim (mu_ held)
     std::atomic<std::size_t> unfinished{0};
   };
   struct Entry {
@@ -92,7 +92,7 @@ class WorkerPool final : public BlockingObserver {
   std::size_t notified_ = 0;  // notifications not yet taken by a waking worker
   std::size_t starting_ = 0;  // threads created, not yet looking at the queue
   std::size_t threads_ = 0;
-  uint64_t started_ = 0;      // jobs started so far (the watchdog's measure of progress)
+  uint64_t started_ = 0;  // jobs started so far (the watchdog's measure of progress)
   bool watchdog_running_ = false;
   bool watchdog_asleep_ = false;
 };

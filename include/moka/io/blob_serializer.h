@@ -327,9 +327,10 @@ class BlobSerializerRegistry {
   template <class T>
   void register_serializer(std::string type_name, std::function<void(const T&, std::string&)> serialize,
                            std::function<std::unique_ptr<T>(std::string_view)> deserialize) {
-    register_type(std::move(type_name), type_info_of<T>(),
-                  [ser = std::move(serialize)](const Blob& b, std::string& out) { ser(b.get<T>(), out); },
-                  [de = std::move(deserialize)](std::string_view in, Blob& b) { b.reset(de(in)); });
+    register_type(
+        std::move(type_name), type_info_of<T>(),
+        [ser = std::move(serialize)](const Blob& b, std::string& out) { ser(b.get<T>(), out); },
+        [de = std::move(deserialize)](std::string_view in, Blob& b) { b.reset(de(in)); });
   }
   /// @brief Type-erased registration.
   void register_type(std::string type_name, const TypeInfo& type, SerializeFn serialize, DeserializeFn deserialize);
@@ -343,8 +344,7 @@ class BlobSerializerRegistry {
   std::vector<std::string> type_names() const;
 
  private:
-  void register_builtin(std::string type_name, const TypeInfo& type, SerializeFn serialize,
-                        DeserializeFn deserialize);
+  void register_builtin(std::string type_name, const TypeInfo& type, SerializeFn serialize, DeserializeFn deserialize);
   mutable std::mutex mu_;
   std::unordered_map<const TypeInfo*, std::shared_ptr<const Entry>> by_type_;
   std::unordered_map<std::string, std::shared_ptr<const Entry>> by_name_;

@@ -28,7 +28,7 @@ struct DatasetRandomReaderOptions {
   std::optional<Net> init_net{};  ///< as DatasetReaderOptions::init_net
   std::string cursor_name{};      ///< default `<dataset name>_cursor`
   int64_t batch_size = 1;
-  bool loop_over = false;         ///< start over at the end instead of stopping
+  bool loop_over = false;  ///< start over at the end instead of stopping
   bool enforce_batch_size = false;
 };
 

@@ -67,8 +67,7 @@ class Cursor {
   /// dst (pread, as a plain read() would) instead of handing out a view that must then be copied.
   virtual void read_value(uint64_t offset, std::span<std::byte> dst) {
     const std::string_view v = value_unhashed();
-    if (offset > v.size() || dst.size() > v.size() - offset)
-      throw_bad_value_range(offset, dst.size(), v.size());
+    if (offset > v.size() || dst.size() > v.size() - offset) throw_bad_value_range(offset, dst.size(), v.size());
     if (!dst.empty()) std::memcpy(dst.data(), v.data() + offset, dst.size());
   }
   /// @brief Whether the cursor is positioned at an entry.

@@ -71,8 +71,8 @@ class Processor {
 
   Processor() = default;
   template <class F>
-    requires(std::invocable<F&, const schema::Field&> && !std::is_same_v<std::remove_cvref_t<F>, Processor>)
-  Processor(F fn, std::string name = "processor")  // NOLINT(google-explicit-constructor)
+  requires(std::invocable<F&, const schema::Field&> && !std::is_same_v<std::remove_cvref_t<F>, Processor>)
+      Processor(F fn, std::string name = "processor")  // NOLINT(google-explicit-constructor)
       : fn_(wrap(std::move(fn))), name_(std::move(name)) {}
   Processor(std::shared_ptr<NetProcessor> net_processor);  // NOLINT(google-explicit-constructor)
 

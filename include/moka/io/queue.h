@@ -17,7 +17,7 @@ namespace moka {
 struct QueueOptions {
   std::optional<schema::Field> schema{};  ///< default: adopted from the first writer
   std::string name = "queue";
-  int64_t num_dequeue_records = 1;        ///< records per read (SafeDequeueBlobs num_records, > 0)
+  int64_t num_dequeue_records = 1;  ///< records per read (SafeDequeueBlobs num_records, > 0)
   /// Seconds a pipe's read or write may wait on the queue before the run fails with RuntimeError
   /// naming the operator and the queue (the operators' `timeout_secs`; one deadline per batch of
   /// num_dequeue_records); 0, the default, waits until the queue is ready, closed or cancelled.

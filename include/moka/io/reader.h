@@ -129,8 +129,8 @@ class Writer {
   virtual void setup_ex(Net init_net, std::optional<Net> exit_net);
   /// @brief The nets of one write, per thread/instance; default `Net("write_net")` + write().
   /// stop_blob is the stream's status blob: a writer may set it to stop the stream.
-  virtual std::vector<StepOrNet> write_ex(const std::vector<BlobRef>& fields, Net local_init_net,
-                                          Net local_finish_net, const BlobRef& stop_blob);
+  virtual std::vector<StepOrNet> write_ex(const std::vector<BlobRef>& fields, Net local_init_net, Net local_finish_net,
+                                          const BlobRef& stop_blob);
   /// @brief write_ex() of a record; without stop_blob, `local_init_net.next_name("dequeue_status")`.
   std::pair<std::vector<StepOrNet>, BlobRef> write_record_ex(const schema::Field& record, Net local_init_net,
                                                              Net local_finish_net,
@@ -189,13 +189,13 @@ class ReaderSource {
  public:
   ReaderSource() = default;
   template <class R>
-    requires std::derived_from<R, Reader>
-  ReaderSource(std::shared_ptr<R> reader) : reader_(std::move(reader)) {  // NOLINT(google-explicit-constructor)
+  requires std::derived_from<R, Reader> ReaderSource(std::shared_ptr<R> reader)
+      : reader_(std::move(reader)) {  // NOLINT(google-explicit-constructor)
     if (reader_) name_ = reader_->type_name();
   }
   template <class P>
-    requires std::derived_from<P, Pipe>
-  ReaderSource(std::shared_ptr<P> pipe) : pipe_(std::move(pipe)) {  // NOLINT(google-explicit-constructor)
+  requires std::derived_from<P, Pipe> ReaderSource(std::shared_ptr<P> pipe)
+      : pipe_(std::move(pipe)) {  // NOLINT(google-explicit-constructor)
     if (pipe_) name_ = pipe_->type_name();
   }
   ReaderSource(const Dataset& dataset);  // NOLINT(google-explicit-constructor)
@@ -224,13 +224,13 @@ class WriterSink {
  public:
   WriterSink() = default;
   template <class W>
-    requires std::derived_from<W, Writer>
-  WriterSink(std::shared_ptr<W> writer) : writer_(std::move(writer)) {  // NOLINT(google-explicit-constructor)
+  requires std::derived_from<W, Writer> WriterSink(std::shared_ptr<W> writer)
+      : writer_(std::move(writer)) {  // NOLINT(google-explicit-constructor)
     if (writer_) name_ = writer_->type_name();
   }
   template <class P>
-    requires std::derived_from<P, Pipe>
-  WriterSink(std::shared_ptr<P> pipe) : pipe_(std::move(pipe)) {  // NOLINT(google-explicit-constructor)
+  requires std::derived_from<P, Pipe> WriterSink(std::shared_ptr<P> pipe)
+      : pipe_(std::move(pipe)) {  // NOLINT(google-explicit-constructor)
     if (pipe_) {
       name_ = pipe_->type_name();
       source_ = ReaderSource(pipe_);

@@ -14,10 +14,10 @@ class Blob;
 
 /// What save_blobs writes and where (the arguments of Caffe2's Save operator).
 struct SaveSpec {
-  std::vector<std::string> blob_names;           ///< blobs to save, looked up in the workspace chain
-  std::string db;                                ///< path of the DB (relative to root_folder unless absolute_path)
-  std::string db_type;                           ///< "minidb", "leveldb", "lmdb" (case-insensitive)
-  bool absolute_path = false;                    ///< false: path = ws.root_folder() + "/" + db
+  std::vector<std::string> blob_names;  ///< blobs to save, looked up in the workspace chain
+  std::string db;                       ///< path of the DB (relative to root_folder unless absolute_path)
+  std::string db_type;                  ///< "minidb", "leveldb", "lmdb" (case-insensitive)
+  bool absolute_path = false;           ///< false: path = ws.root_folder() + "/" + db
   /// As Caffe2: a stored name containing it loses everything up to and including its first occurrence.
   std::string strip_prefix;
   std::vector<std::string> blob_name_overrides;  ///< stored names (same size as blob_names)
@@ -26,11 +26,11 @@ struct SaveSpec {
 
 /// What load_blobs reads and into which blobs (the arguments of Caffe2's Load operator).
 struct LoadSpec {
-  std::vector<std::string> blob_names;         ///< output blobs (created in the workspace when missing)
-  std::vector<std::string> dbs;                ///< one or more DB paths (Load's `db` or `dbs`)
+  std::vector<std::string> blob_names;  ///< output blobs (created in the workspace when missing)
+  std::vector<std::string> dbs;         ///< one or more DB paths (Load's `db` or `dbs`)
   std::string db_type;
   bool absolute_path = false;
-  std::string add_prefix;                      ///< prepended to each stored name
+  std::string add_prefix;  ///< prepended to each stored name
   /// As Caffe2: a stored name containing it loses everything up to and including its first occurrence
   /// (applied before add_prefix).
   std::string strip_prefix;
@@ -55,7 +55,7 @@ inline constexpr std::size_t kMaxLoadThreads = 64;
 /// Bytes and blobs moved by one save or load, for stats and benchmarks.
 struct SaveLoadStats {
   uint64_t blobs = 0;
-  uint64_t bytes = 0;  ///< serialized bytes written or read
+  uint64_t bytes = 0;       ///< serialized bytes written or read
   uint64_t read_ahead = 0;  ///< load: records that helper threads decoded (LoadSpec::load_threads)
 };
 

@@ -28,7 +28,7 @@ std::string get_ckpt_filename(const std::string& node_name, int64_t epoch);
 ///   moka::db_name(5, "trainer_0", "/tmp/x", "hdfs://y/") == "hdfs://y/trainer_0.5"
 /// @endcode
 std::string db_name(int64_t epoch, const std::string& node_name, const std::string& db_prefix,
-                     const std::optional<std::string>& path_prefix = std::nullopt);
+                    const std::optional<std::string>& path_prefix = std::nullopt);
 
 /// @brief What JobRunner needs from a checkpoint manager (CheckpointManager or
 /// MultiNodeCheckpointManager), and what the durability layer builds on: the nodes, each node's DB

@@ -94,8 +94,7 @@ std::vector<int64_t> committed_epochs(const std::string& dir);
 /// @brief Reads the manifest of `epoch` and checks every node DB against it, and that it has a file
 /// for each of `nodes` (when given). Throws NotFound when the epoch has no manifest, CorruptData
 /// naming the manifest, node and file otherwise.
-CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch,
-                                     const std::vector<std::string>& nodes = {});
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes = {});
 
 /// @brief The result of looking for the epoch to resume from.
 struct ResumeChoice {
@@ -124,13 +123,13 @@ enum class ExistingCheckpoints {
 /// @brief How a run wants to start: the one decision both job runners (run_job, JobRunner) make
 /// before anything runs.
 struct ResumeRequest {
-  std::optional<int64_t> epoch{};  ///< resume from exactly this epoch (it must verify)
-  bool latest = false;             ///< resume from the newest epoch that verifies
+  std::optional<int64_t> epoch{};                              ///< resume from exactly this epoch (it must verify)
+  bool latest = false;                                         ///< resume from the newest epoch that verifies
   ExistingCheckpoints existing = ExistingCheckpoints::refuse;  ///< when not resuming, or nothing verifies
   std::vector<std::string> nodes{};  ///< the nodes the run checkpoints: the epoch must have each
-  std::string db_type{};  ///< the backend asked for; empty: whatever the checkpoint has
-  std::string job{};      ///< CheckpointManifest::job of this run; empty: not checked
-  bool accept_changed_job = false;  ///< resume even when the checkpoint's job digest differs
+  std::string db_type{};             ///< the backend asked for; empty: whatever the checkpoint has
+  std::string job{};                 ///< CheckpointManifest::job of this run; empty: not checked
+  bool accept_changed_job = false;   ///< resume even when the checkpoint's job digest differs
 };
 
 /// @brief Decides where a run starts and prepares the directory for it.

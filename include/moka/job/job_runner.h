@@ -22,7 +22,7 @@ class Session;
 namespace detail {
 class BackgroundSave;
 class CheckpointDirLock;
-}
+}  // namespace detail
 
 /// Optional arguments of JobRunner (Caffe2's keyword arguments, and moka's save policy).
 struct JobRunnerOptions {
@@ -86,7 +86,7 @@ class JobRunner {
   explicit JobRunner(Job job, std::shared_ptr<CheckpointManagerBase> checkpoint_manager = nullptr,
                      JobRunnerOptions options = {});
   JobRunner(Job job, JobRunnerOptions options) : JobRunner(std::move(job), nullptr, std::move(options)) {}
-  ~JobRunner();  // waits for a background save in flight
+  ~JobRunner();                     // waits for a background save in flight
   JobRunner(JobRunner&&) noexcept;  // not while train() runs
   JobRunner& operator=(JobRunner&&) noexcept;
 
@@ -139,9 +139,9 @@ class JobRunner {
   int64_t save_failures_ = 0;
   std::optional<CheckpointManifest> verified_;  // the resume epoch's manifest, once verified in train()
   std::string last_save_error_;
-  std::vector<int64_t> background_deleted_;  // retention of the background save (its thread writes it)
+  std::vector<int64_t> background_deleted_;              // retention of the background save (its thread writes it)
   std::unique_ptr<detail::CheckpointDirLock> dir_lock_;  // held while train() runs (before background_)
-  std::unique_ptr<detail::BackgroundSave> background_;  // last: destroyed (waited for) first
+  std::unique_ptr<detail::BackgroundSave> background_;   // last: destroyed (waited for) first
 };
 
 }  // namespace moka

@@ -86,8 +86,8 @@ class MultiNodeCheckpointManager : public CheckpointManagerBase {
   std::string db_prefix_, db_type_;
   std::shared_ptr<CheckpointMetadataHandler> metadata_handler_;
   NodeManagers node_managers_;
-  bool initialized_ = false;                // init() was called (Caffe2: _node_managers is not None)
-  std::vector<std::string> param_nodes_;    // from set_params(), before init()
+  bool initialized_ = false;              // init() was called (Caffe2: _node_managers is not None)
+  std::vector<std::string> param_nodes_;  // from set_params(), before init()
   std::optional<std::string> path_prefix_, path_type_;
 };
 

@@ -19,13 +19,13 @@ namespace moka {
 
 /// What happened in one epoch, reported as soon as the epoch (and a foreground save) ends.
 struct EpochReport {
-  int64_t epoch = 0;          ///< 0 is the checkpoint right after init_group (no epoch ran)
-  double seconds = 0;         ///< time in epoch_group
-  bool checkpointed = false;  ///< a checkpoint of this epoch was written (or, in background, started)
-  bool background = false;    ///< the checkpoint is being written in the background
-  uint64_t checkpoint_bytes = 0;   ///< serialized bytes of all checkpointed nodes
-  double checkpoint_seconds = 0;   ///< time the epoch loop spent on the checkpoint (snapshot only, in background)
-  bool stop = false;               ///< a stop condition held
+  int64_t epoch = 0;              ///< 0 is the checkpoint right after init_group (no epoch ran)
+  double seconds = 0;             ///< time in epoch_group
+  bool checkpointed = false;      ///< a checkpoint of this epoch was written (or, in background, started)
+  bool background = false;        ///< the checkpoint is being written in the background
+  uint64_t checkpoint_bytes = 0;  ///< serialized bytes of all checkpointed nodes
+  double checkpoint_seconds = 0;  ///< time the epoch loop spent on the checkpoint (snapshot only, in background)
+  bool stop = false;              ///< a stop condition held
 };
 
 /// A background save that ended, reported on run_job's thread when run_job waits for it: before the

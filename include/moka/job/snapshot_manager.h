@@ -42,19 +42,19 @@ class SnapshotManager : private CheckpointManager {
 
   /// @brief The task that computes the blob list (InvalidInput "SnapshotManager only supports
   /// single node." for more than one node).
-  using CheckpointManager::init;
   using CheckpointManager::blob_list;
+  using CheckpointManager::check_db_exists;
+  using CheckpointManager::collect_checkpoint_stats;
+  using CheckpointManager::db_path;
+  using CheckpointManager::db_prefix;
+  using CheckpointManager::db_type;
+  using CheckpointManager::init;
   using CheckpointManager::load;
   using CheckpointManager::load_blobs_from_checkpoint;
-  using CheckpointManager::check_db_exists;
-  using CheckpointManager::save;
-  using CheckpointManager::collect_checkpoint_stats;
-  using CheckpointManager::report_checkpoint_stats;
   using CheckpointManager::node_name;
-  using CheckpointManager::db_prefix;
-  using CheckpointManager::db_path;
-  using CheckpointManager::db_type;
+  using CheckpointManager::report_checkpoint_stats;
   using CheckpointManager::run_node;
+  using CheckpointManager::save;
 
   /// @brief Epochs that have a snapshot of this node in db_prefix, ascending.
   std::vector<int64_t> snapshot_epochs() const;

@@ -20,10 +20,10 @@ namespace moka {
 
 /// Outcome of a queue read or write.
 enum class QueueResult {
-  ok,         ///< the record moved
-  closed,     ///< the queue is closed (for a read: closed and empty)
-  timed_out,  ///< the timeout passed first (reads and writes with timeout_secs > 0 only)
-  would_block ///< try_read/try_write only: empty (or full) and still open
+  ok,          ///< the record moved
+  closed,      ///< the queue is closed (for a read: closed and empty)
+  timed_out,   ///< the timeout passed first (reads and writes with timeout_secs > 0 only)
+  would_block  ///< try_read/try_write only: empty (or full) and still open
 };
 
 /// @brief A bounded ring buffer of `capacity` records of `num_blobs` blobs each.
@@ -75,9 +75,7 @@ class BlobsQueue {
   }
   /// @brief blocking_write telling closed from timed_out.
   /// Thread-safety: any thread.
-  QueueResult write(std::span<Blob* const> inputs, double timeout_secs = 0) {
-    return put(inputs, true, timeout_secs);
-  }
+  QueueResult write(std::span<Blob* const> inputs, double timeout_secs = 0) { return put(inputs, true, timeout_secs); }
   /// @brief Swaps `inputs` into a free slot if there is one; never waits.
   /// Thread-safety: any thread.
   QueueResult try_write(std::span<Blob* const> inputs) { return put(inputs, false, 0); }
@@ -145,11 +143,13 @@ class BlobsQueue {
   QueueResult read_waiting(std::span<Blob* const> outputs, double timeout_secs);
   // InvalidInput unless n == num_blobs_ (inline: every read and write checks it).
   void check_count(std::size_t n, const char* what) const {
-    if (n != num_blobs_) [[unlikely]] throw_bad_count(n, what);
+    if (n != num_blobs_) [[unlikely]]
+      throw_bad_count(n, what);
   }
   // InvalidInput unless timeout_secs is finite and >= 0.
   void check_timeout(double timeout_secs, const char* what) const {
-    if (!(timeout_secs >= 0) || !std::isfinite(timeout_secs)) [[unlikely]] throw_bad_timeout(timeout_secs, what);
+    if (!(timeout_secs >= 0) || !std::isfinite(timeout_secs)) [[unlikely]]
+      throw_bad_timeout(timeout_secs, what);
   }
   [[noreturn]] void throw_bad_count(std::size_t n, const char* what) const;
   [[noreturn]] void throw_bad_timeout(double timeout_secs, const char* what) const;
@@ -185,7 +185,7 @@ class BlobsQueue {
   uint64_t index_mask_ = 0;  // capacity_ - 1 when capacity_ is a power of two (and > 1), else 0
   std::size_t num_blobs_;
   std::vector<std::string> field_names_;
-  std::size_t slot_bytes_ = 0;                  // a multiple of kLine
+  std::size_t slot_bytes_ = 0;                   // a multiple of kLine
   std::unique_ptr<std::byte[], RingFree> ring_;  // capacity_ slots; record k in slot k % capacity_
 
   // Each position on its own cache line: writers and readers do not disturb each other.

@@ -56,9 +56,8 @@ class OperatorRegistry {
 /// The factory of operator class Op (constructible from (const OperatorDef&, Workspace*)).
 template <class Op>
 OperatorFactory factory_of() {
-  return [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> {
-    return std::make_unique<Op>(d, ws);
-  };
+  return
+      [](const OperatorDef& d, Workspace* ws) -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(d, ws); };
 }
 
 /// Registers operator class Op with the global registry.

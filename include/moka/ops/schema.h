@@ -62,8 +62,7 @@ class OpSchema {
     return *this;
   }
   /// Declares an argument (optional unless `required`).
-  OpSchema& arg(std::string name, ArgType type, std::string doc, std::string default_text = {},
-                bool required = false);
+  OpSchema& arg(std::string name, ArgType type, std::string doc, std::string default_text = {}, bool required = false);
   OpSchema& required_arg(std::string name, ArgType type, std::string doc) {
     return arg(std::move(name), type, std::move(doc), {}, true);
   }

@@ -60,7 +60,7 @@ class StatRegistry {
     std::atomic<int64_t> value;
     std::vector<StatShare*> shares;  // live shares of the key (under mu_)
   };
-  Cell& cell(std::string_view key);  // created at 0 when missing; mu_ held
+  Cell& cell(std::string_view key);        // created at 0 when missing; mu_ held
   static int64_t value_of(const Cell& c);  // the cell plus its shares; mu_ held
   static int64_t take_all(Cell& c);        // value_of, resetting the cell and its shares to 0; mu_ held
   mutable std::mutex mu_;

@@ -26,8 +26,8 @@ namespace moka {
 /// @endcode
 /// Thread-safety: begin(), end() and get_and_end() (and try_begin(), try_stop()) are for one thread
 /// at a time — the timer's owner (a pipe thread's TimerBegin/TimerEnd; each pipe thread has its own
-/// timer blob); get_ns(), try_get_ns(), running() and the published stats may be read from any thread. The state is one atomic word (the
-/// start time, or "stopped") that begin/end load and store without a read-modify-write, so they cost
+/// timer blob); get_ns(), try_get_ns(), running() and the published stats may be read from any thread. The state is one
+/// atomic word (the start time, or "stopped") that begin/end load and store without a read-modify-write, so they cost
 /// a clock read and, for end(), two plain adds to the timer's own StatShares of the stats (a locked
 /// add there cost as much as the rest of the timer): a pipe's `_pipe_step` runs TimerBegin/TimerEnd
 /// once per batch on every thread.

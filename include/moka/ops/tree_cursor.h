@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace moka {
 
 /// @brief Read-only view of the values of a lengths field (int32 or int64), without copying them.

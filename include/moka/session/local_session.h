@@ -76,7 +76,7 @@ class LocalSession final : public Session {
   struct Compiled {
     TaskGroupDef def;
     std::vector<std::pair<std::string, TaskOutputList>> outputs;  // per node
-    uint64_t serial = 0;  // process-wide unique: the source this entry sets its outputs with
+    uint64_t serial = 0;                          // process-wide unique: the source this entry sets its outputs with
     std::unique_ptr<PreparedTaskGroup> prepared;  // made by the first run
   };
   // Keyed by the runnable's identity (TaskGroup::identity() etc.): an entry whose runnable is gone

@@ -92,9 +92,13 @@ TEST(Caffe2NetBuilder, test_loops) {
       BlobRef outer = ops::Mul({loop.iter(), Const(10)});
       ops::loop(loop.iter(), [&](ops::Loop& inner) {
         BlobRef val = ops::Add({outer, inner.iter()});
-        ops::If(ops::GE({val, Const(80)}), [&] { ops::Add({total_large, val}, {total_large}); })
-            .Elif(ops::GE({val, Const(50)}), [&] { ops::Add({total_small, val}, {total_small}); })
-            .Else([&] { ops::Add({total_tiny, val}, {total_tiny}); });
+        ops::If(ops::GE({val, Const(80)}), [&] {
+          ops::Add({total_large, val}, {total_large});
+        }).Elif(ops::GE({val, Const(50)}), [&] {
+            ops::Add({total_small, val}, {total_small});
+          }).Else([&] {
+          ops::Add({total_tiny, val}, {total_tiny});
+        });
         ops::Add({total, val}, {total});
       });
     });

@@ -80,8 +80,7 @@ TEST(ControlOpsConformance, IfNet) {
 
   // with ops.IfNet(Const(True)): Const(1, blob_out=first_res)   with ops.Else(): Const(2, blob_out=first_res)
   NetDef if_else_net = net("/if_else_net");
-  add_if_op(if_else_net, "true", scope, pnet("net_2", {konst("first_res", 1)}),
-            pnet("net_3", {konst("first_res", 2)}));
+  add_if_op(if_else_net, "true", scope, pnet("net_2", {konst("first_res", 1)}), pnet("net_3", {konst("first_res", 2)}));
   scope = scope | used_blob_names(if_else_net);
 
   // second_res = Const(0); IfNet(Const(False)) ... Else ...
@@ -97,21 +96,20 @@ TEST(ControlOpsConformance, IfNet) {
   scope = scope | used_blob_names(net_6);
   const Names outer_scope = scope;
   //   local_blob = Const(900); ops.Add([Const(100), local_blob], [y0]); gt = ops.GT([x1, x2])
-  NetDef a = pnet("net_7", {konst("local_blob", 900), konst("c100", 100), make_op("Add", {"c100", "local_blob"}, {"y0"}),
-                           make_op("GT", {"x1", "x2"}, {"gt"})});
+  NetDef a = pnet("net_7", {konst("local_blob", 900), konst("c100", 100),
+                            make_op("Add", {"c100", "local_blob"}, {"y0"}), make_op("GT", {"x1", "x2"}, {"gt"})});
   Names inner_scope = outer_scope | used_blob_names(a);
   //   with ops.IfNet(gt): pass   with ops.Else(): Add([y1, local_blob], [local_blob]); Add([Const(100), y1], [y1])
   NetDef nested_if = net("/if_else_net_2");
   add_if_op(nested_if, "gt", inner_scope, pnet("empty_then_net"),
             pnet("net_8", {make_op("Add", {"y1", "local_blob"}, {"local_blob"}), konst("c100_2", 100),
-                          make_op("Add", {"c100_2", "y1"}, {"y1"})}));
+                           make_op("Add", {"c100_2", "y1"}, {"y1"})}));
   inner_scope = inner_scope | used_blob_names(nested_if);
   //   with ops.IfNet(ops.EQ([local_blob, Const(901)])): Const(7, blob_out=y2); ops.Add([y1, y2], [y2])
   NetDef b = pnet("net_9", {konst("c901", 901), make_op("EQ", {"local_blob", "c901"}, {"eq"})});
   inner_scope = inner_scope | used_blob_names(b);
   NetDef nested_if_2 = net("/if_net_3");
-  add_if_op(nested_if_2, "eq", inner_scope,
-            pnet("net_10", {konst("y2", 7), make_op("Add", {"y1", "y2"}, {"y2"})}));
+  add_if_op(nested_if_2, "eq", inner_scope, pnet("net_10", {konst("y2", 7), make_op("Add", {"y1", "y2"}, {"y2"})}));
   NetDef big_then = merge_nets({a, nested_if, b, nested_if_2}, outer_scope);
   declare_inputs(big_then);
   // with ops.Else(): pass — an empty else leaves the then-only if_net.
@@ -166,7 +164,7 @@ TEST(ControlOpsConformance, WhileNet) {
   run_plan(ws, plan_of("while_net_test", {net0, while_net}));
   EXPECT_EQ(fetch(ws, "x"), 7);
   EXPECT_EQ(fetch(ws, "y"), 21);
-  EXPECT_FALSE(ws.has_blob("one"));    // local to the condition's scope
+  EXPECT_FALSE(ws.has_blob("one"));  // local to the condition's scope
   EXPECT_FALSE(ws.has_blob("seven"));
 }
 

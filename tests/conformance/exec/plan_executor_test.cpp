@@ -37,7 +37,8 @@ TEST_F(PlanExecutor, ErrorAsyncPlan) {
   plan.network.back().type = "async_scheduling";
   plan.network.push_back(testing::net_of("error_net", {"Error"}));
   plan.network.back().type = "async_scheduling";
-  auto step = step_with_substeps("step", {step_with_nets("stuck", {"stuck_net"}), step_with_nets("error", {"error_net"})});
+  auto step =
+      step_with_substeps("step", {step_with_nets("stuck", {"stuck_net"}), step_with_nets("error", {"error_net"})});
   step.concurrent_substeps = true;
   plan.execution_step.push_back(step);
   EXPECT_THROW(run_plan(ws, plan), TestError);

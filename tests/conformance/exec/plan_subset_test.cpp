@@ -117,8 +117,8 @@ TEST(PlanConformance, DisabledExecutionStep) {
     const std::string idx = std::to_string(i);
     const std::string output = "output_" + idx, stop = "should_stop_" + idx;
     const bool disabled = (i == 2);
-    plan.network.push_back(net("init_" + idx, {fill(output, {1}, 0.0),
-                                                make_op("Cast", {output}, {stop}, {make_arg("to", int64_t{5})})}));
+    plan.network.push_back(
+        net("init_" + idx, {fill(output, {1}, 0.0), make_op("Cast", {output}, {stop}, {make_arg("to", int64_t{5})})}));
     plan.network.push_back(net("criterion_" + idx, {fill(stop, {1}, disabled ? 1 : 0, 5)}));
     plan.network.push_back(net("net_" + idx, {fill(output, {1}, 1.0)}));
     plan.network.push_back(net("ender_" + idx, {fill(stop, {1}, 1, 5)}));

@@ -55,10 +55,12 @@ Dataset make_destination_dataset(LocalSession& session, const Field& schema, con
 // dataio_test.TestReaderBuilder: a builder whose reader is a source dataset made in setup().
 class TestReaderBuilder final : public ReaderBuilder {
  public:
-  TestReaderBuilder(std::string name, int64_t size, int64_t offset) : name_(std::move(name)), size_(size), offset_(offset) {}
+  TestReaderBuilder(std::string name, int64_t size, int64_t offset)
+      : name_(std::move(name)), size_(size), offset_(offset) {}
   Field schema() const override { return schema::Struct({{"label", schema::Scalar()}}); }
   DataFinishedMap setup(const ReaderBuilderArgs& args) override {
-    src_ds_.emplace(make_source_dataset(*std::any_cast<LocalSession*>(args.extra.at("session")), size_, offset_, name_));
+    src_ds_.emplace(
+        make_source_dataset(*std::any_cast<LocalSession*>(args.extra.at("session")), size_, offset_, name_));
     return {};
   }
   ReaderSource new_reader(const ReaderBuilderArgs&) override { return *src_ds_; }
@@ -75,7 +77,8 @@ TEST(Caffe2Dataio, test_composite_reader) {
   const std::vector<std::string> names{"src_0", "src_1", "src_2"};
   const std::vector<int64_t> offsets{0, 100, 200};
   std::vector<Dataset> srcs;
-  for (std::size_t i = 0; i < names.size(); ++i) srcs.push_back(make_source_dataset(session, 100, offsets[i], names[i]));
+  for (std::size_t i = 0; i < names.size(); ++i)
+    srcs.push_back(make_source_dataset(session, 100, offsets[i], names[i]));
   for (std::size_t i = 0; i < names.size(); ++i)
     EXPECT_EQ(sorted_labels(schema::FetchRecord(srcs[i].content(), session.workspace())),
               range(offsets[i], offsets[i] + 100));
@@ -106,9 +109,7 @@ TEST(Caffe2Dataio, test_composite_reader_builder) {
   std::vector<std::pair<std::string, Field>> fields;
   for (std::size_t i = 0; i < names.size(); ++i) fields.emplace_back(names[i], builders[i]->schema());
   Dataset dst_ds = make_destination_dataset(session, schema::Struct(fields));
-  TaskGroup tg([&] {
-    pipe(reader_builder.new_reader({}), {.output = dst_ds.writer(), .num_runtime_threads = 3});
-  });
+  TaskGroup tg([&] { pipe(reader_builder.new_reader({}), {.output = dst_ds.writer(), .num_runtime_threads = 3}); });
   session.run(tg);
   Field dst = schema::FetchRecord(dst_ds.content(), session.workspace());
   for (std::size_t i = 0; i < names.size(); ++i)

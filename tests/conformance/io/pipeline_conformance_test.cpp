@@ -145,8 +145,11 @@ TEST(SeedPipeline, build_pipeline_epochs) {
       });
     });
     with_context(epoch_group, [&] {
-      pipe(epoch_reader, {.processor = Processor([&](const Field& rec) { ops::Add({total, rec["val"]()}, {total}); },
-                                                 "inc_total")});
+      pipe(epoch_reader, {.processor = Processor(
+                              [&](const Field& rec) {
+                                ops::Add({total, rec["val"]()}, {total});
+                              },
+                              "inc_total")});
       // Job.add_stop_signal: a task whose output is the data_finished blob.
       finished = Task({.outputs = {TaskOutput(epoch_reader->data_finished())}}).outputs().front();
     });

@@ -1,8 +1,8 @@
 // Conformance: ports of checkpoint_test.py (docs/testing.md §1) and the seed's build_job run
 // as a checkpointed, resumed Job. moka's LocalSession gives every node its own workspace (decision
 // 1), so blobs are fetched from the node that holds them ("trainer_0", ...) instead of one `ws`.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -46,8 +46,11 @@ BlobRef build_pipeline(int node_id) {
       });
     });
     auto epoch_reader = std::make_shared<ReaderWithLimit>(full_reader, 3);
-    pipe(epoch_reader,
-         {.processor = Processor([total](const Field& rec) { ops::Add({total, rec["val"]()}, {total}); }, "inc_total")});
+    pipe(epoch_reader, {.processor = Processor(
+                            [total](const Field& rec) {
+                              ops::Add({total, rec["val"]()}, {total});
+                            },
+                            "inc_total")});
     Job::current()->add_stop_condition(epoch_reader->data_finished());
   });
   return total;
@@ -107,9 +110,9 @@ TEST(Caffe2Checkpoint, test_single_checkpoint) {
   {
     TempDir tmpdir;
     run_with([&] {
-      return std::make_pair(std::make_unique<LocalSession>(),
-                            std::shared_ptr<CheckpointManagerBase>(
-                                std::make_shared<MultiNodeCheckpointManager>(tmpdir.str(), "minidb")));
+      return std::make_pair(
+          std::make_unique<LocalSession>(),
+          std::shared_ptr<CheckpointManagerBase>(std::make_shared<MultiNodeCheckpointManager>(tmpdir.str(), "minidb")));
     });
     for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(tmpdir.fs_path() / fmt::format("trainer_{}.{}", 0, e))) << e;
   }

@@ -104,10 +104,9 @@ TEST(Conformance, HypothesisSafeBlobsQueue) {
       outs.push_back(status);
       plan.network.push_back(net(fmt::format("consumer_{}", i), {make_op("SafeDequeueBlobs", {"queue"}, outs)}));
       const std::string counter = fmt::format("counter_{}", i);
-      plan.network.push_back(
-          net(fmt::format("count_{}", i), {make_op("Add", {counter, "one"}, {counter})}));
-      ExecutionStepDef s = net_step(fmt::format("consumer_{}", i),
-                                    {fmt::format("consumer_{}", i), fmt::format("count_{}", i)});
+      plan.network.push_back(net(fmt::format("count_{}", i), {make_op("Add", {counter, "one"}, {counter})}));
+      ExecutionStepDef s =
+          net_step(fmt::format("consumer_{}", i), {fmt::format("consumer_{}", i), fmt::format("count_{}", i)});
       s.should_stop_blob = status;  // checked after every net: a failed dequeue is not counted
       consumer_steps.push_back(s);
     }
@@ -117,8 +116,7 @@ TEST(Conformance, HypothesisSafeBlobsQueue) {
     Workspace ws;
     ASSERT_NO_THROW(run_plan(ws, plan));
     double total = 0;
-    for (int i = 0; i < num_consumers; ++i)
-      total += ws.blob(fmt::format("counter_{}", i)).get<Tensor>().item<float>();
+    for (int i = 0; i < num_consumers; ++i) total += ws.blob(fmt::format("counter_{}", i)).get<Tensor>().item<float>();
     EXPECT_EQ(total, static_cast<double>(expected));
   }
 }
@@ -158,9 +156,9 @@ TEST(Conformance, HypothesisWeightedSampleBlobsQueue) {
       plan.network.push_back(net(fmt::format("producer_{}_exit", i), {make_op("CloseBlobsQueue", {queue}, {})}));
       ExecutionStepDef enqueue = net_step(fmt::format("producer_{}_enqueue", i), {fmt::format("producer_{}", i)});
       enqueue.num_iter = num_iter;
-      producer_steps.push_back(seq_step(fmt::format("producer_{}", i),
-                                        {enqueue, net_step(fmt::format("producer_{}_close", i),
-                                                           {fmt::format("producer_{}_exit", i)})}));
+      producer_steps.push_back(
+          seq_step(fmt::format("producer_{}", i),
+                   {enqueue, net_step(fmt::format("producer_{}_close", i), {fmt::format("producer_{}_exit", i)})}));
     }
     ExecutionStepDef producer = seq_step("producer", producer_steps, true);
 
@@ -170,10 +168,10 @@ TEST(Conformance, HypothesisWeightedSampleBlobsQueue) {
     std::vector<std::string> outs;
     for (int j = 0; j < p.num_blobs; ++j) outs.push_back(fmt::format("consumer_blob_{}", j));
     outs.push_back("consumer_status");
-    plan.network.push_back(net("consumer", {make_op("WeightedSampleDequeueBlobs", queues, outs,
-                                                    {make_arg("weights", weights),
-                                                     make_arg("table_idx_blob", table_idx_blob)}),
-                                            make_op("CountUp", {"iterations"}, {"previous"})}));
+    plan.network.push_back(
+        net("consumer", {make_op("WeightedSampleDequeueBlobs", queues, outs,
+                                 {make_arg("weights", weights), make_arg("table_idx_blob", table_idx_blob)}),
+                         make_op("CountUp", {"iterations"}, {"previous"})}));
     std::vector<OperatorDef> close_all;
     for (const auto& q : queues) close_all.push_back(make_op("CloseBlobsQueue", {q}, {}));
     plan.network.push_back(net("producer_exit", close_all));

@@ -44,15 +44,18 @@ TEST(Caffe2NetBuilderSession, test_net_multi_use) {
 TEST(Caffe2NetBuilderSession, test_loops) {
   std::vector<TaskOutput> outs;
   Task task([&] {
-    BlobRef total = ops::Const(0), total_large = ops::Const(0), total_small = ops::Const(0),
-            total_tiny = ops::Const(0);
+    BlobRef total = ops::Const(0), total_large = ops::Const(0), total_small = ops::Const(0), total_tiny = ops::Const(0);
     ops::loop(10, [&](ops::Loop& loop) {
       BlobRef outer = ops::Mul({loop.iter(), ops::Const(10)});
       ops::loop(loop.iter(), [&](ops::Loop& inner) {
         BlobRef val = ops::Add({outer, inner.iter()});
-        ops::If(ops::GE({val, ops::Const(80)}), [&] { ops::Add({total_large, val}, {total_large}); })
-            .Elif(ops::GE({val, ops::Const(50)}), [&] { ops::Add({total_small, val}, {total_small}); })
-            .Else([&] { ops::Add({total_tiny, val}, {total_tiny}); });
+        ops::If(ops::GE({val, ops::Const(80)}), [&] {
+          ops::Add({total_large, val}, {total_large});
+        }).Elif(ops::GE({val, ops::Const(50)}), [&] {
+            ops::Add({total_small, val}, {total_small});
+          }).Else([&] {
+          ops::Add({total_tiny, val}, {total_tiny});
+        });
         ops::Add({total, val}, {total});
       });
     });

@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 
 #include "moka/job/checkpoint_manifest.h"
-#include "support/temp_dir.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace moka {
 namespace {
@@ -140,8 +140,8 @@ bool save_in_flight(const std::string& dir) {
   const auto committed = committed_epochs(dir);
   const int64_t next = committed.empty() ? 0 : committed.back() + 1;
   std::error_code ec;
-  return fs::exists(fmt::format("{}/trainer.{}", dir, next), ec) || fs::exists(fmt::format("{}/reader.{}", dir, next), ec) ||
-         [&] {
+  return fs::exists(fmt::format("{}/trainer.{}", dir, next), ec) ||
+         fs::exists(fmt::format("{}/reader.{}", dir, next), ec) || [&] {
            for (const auto& e : fs::directory_iterator(dir, ec)) {
              if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
            }
@@ -190,7 +190,8 @@ TEST(CrashResume, SigkillAtRandomMomentsNeverLosesACommittedEpochAndResumesToThe
     const std::string db_type = db_types[trial % 3];
     const bool background = (trial / 3) % 2 == 1;
     const std::string dir = fmt::format("{}/trial-{}", work.path(), trial);
-    const std::string context = fmt::format("trial {} ({}, {} save)", trial, db_type, background ? "background" : "foreground");
+    const std::string context =
+        fmt::format("trial {} ({}, {} save)", trial, db_type, background ? "background" : "foreground");
     SCOPED_TRACE(context);
 
     // Up to two crashes, then a run to the end.
@@ -202,7 +203,8 @@ TEST(CrashResume, SigkillAtRandomMomentsNeverLosesACommittedEpochAndResumesToThe
       // trials kill one during a save; later crashes pick at random.
       const bool target_save = c == 0 ? trial % 2 == 0 : rng() % 2 == 0;
       if (target_save) ++save_targets;
-      const auto deadline = Clock::now() + std::chrono::duration<double>(full_s * (0.05 + 1.0 * (rng() % 1000) / 1000.0));
+      const auto deadline =
+          Clock::now() + std::chrono::duration<double>(full_s * (0.05 + 1.0 * (rng() % 1000) / 1000.0));
       // That first aimed crash takes the first save it sees (eight chances in a run); others skip 0–5.
       const int64_t skip_saves = c == 0 && target_save ? 0 : static_cast<int64_t>(rng() % 6);
       bool exited = false;

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -144,29 +144,34 @@ void run_pipe(int64_t n, SeenBits& seen, SinkStats& stats, Concurrency concurren
   TaskGroup tg([&] {
     auto q1 = Queue::make(kCapacity, {.name = "load_q1"});
     auto q2 = Queue::make(kCapacity, {.name = "load_q2"});
-    pipe(CountUntil(n), {.output = q1,
-                         .processor = Processor([](const Field& rec) {
-                           Field out = schema::NewRecord(schema::Struct(
-                               {{"iter", schema::Scalar(DType::Int64)}, {"payload", schema::Scalar(DType::Float)}}));
-                           out["iter"].set(rec["iter"](), true);
-                           ops::op("ConstantFill", {}, {out["payload"]()},
-                                   {{"shape", std::vector<int64_t>{kPayloadFloats}},
-                                    {"value", 1.0},
-                                    {"dtype", DType::Float}});
-                           return out;
-                         }, "load_source"),
-                         .num_runtime_threads = kThreadsPerStage});
-    pipe(q1, {.output = q2,
-              .processor = Processor([](const Field& rec) {
-                Field out = schema::NewRecord(rec);
+    pipe(CountUntil(n),
+         {.output = q1,
+          .processor = Processor(
+              [](const Field& rec) {
+                Field out = schema::NewRecord(schema::Struct(
+                    {{"iter", schema::Scalar(DType::Int64)}, {"payload", schema::Scalar(DType::Float)}}));
                 out["iter"].set(rec["iter"](), true);
-                ops::Add({rec["payload"](), rec["payload"]()}, {out["payload"]()});
+                ops::op("ConstantFill", {}, {out["payload"]()},
+                        {{"shape", std::vector<int64_t>{kPayloadFloats}}, {"value", 1.0}, {"dtype", DType::Float}});
                 return out;
-              }, "load_double"),
+              },
+              "load_source"),
+          .num_runtime_threads = kThreadsPerStage});
+    pipe(q1, {.output = q2,
+              .processor = Processor(
+                  [](const Field& rec) {
+                    Field out = schema::NewRecord(rec);
+                    out["iter"].set(rec["iter"](), true);
+                    ops::Add({rec["payload"](), rec["payload"]()}, {out["payload"]()});
+                    return out;
+                  },
+                  "load_double"),
               .num_runtime_threads = kThreadsPerStage});
-    pipe(q2, {.processor = Processor([](const Field& rec) {
-                ops::op("PipeLoadSink", {rec["iter"](), rec["payload"]()}, 0);
-              }, "load_sink"),
+    pipe(q2, {.processor = Processor(
+                  [](const Field& rec) {
+                    ops::op("PipeLoadSink", {rec["iter"](), rec["payload"]()}, 0);
+                  },
+                  "load_sink"),
               .num_runtime_threads = kThreadsPerStage});
   });
   session.run(tg);
@@ -209,10 +214,11 @@ void check_load(Concurrency concurrency, int64_t n) {
   // the warm-up run.)
   constexpr int64_t kFixedKiB = 4 * 1024;
   const int64_t bound_kib = kInFlight * kRecordKiB + kFixedKiB;
-  std::printf("[pipe load, %s] %lld records in %.2f s (%.0f records/s), peak RSS growth %lld KiB (bound %lld KiB, %s)\n",
-              concurrency == Concurrency::fibers ? "fibers" : "threads", static_cast<long long>(n), secs,
-              static_cast<double>(n) / secs, static_cast<long long>(growth_kib),
-              static_cast<long long>(bound_kib), hwm_reset ? "VmHWM after clear_refs" : "ru_maxrss");
+  std::printf(
+      "[pipe load, %s] %lld records in %.2f s (%.0f records/s), peak RSS growth %lld KiB (bound %lld KiB, %s)\n",
+      concurrency == Concurrency::fibers ? "fibers" : "threads", static_cast<long long>(n), secs,
+      static_cast<double>(n) / secs, static_cast<long long>(growth_kib), static_cast<long long>(bound_kib),
+      hwm_reset ? "VmHWM after clear_refs" : "ru_maxrss");
   // Sanitizers keep freed memory in quarantine (ASan) or shadow it (TSan): RSS says nothing there.
   if (!MOKA_LOAD_SANITIZED) {
     EXPECT_LT(growth_kib, bound_kib);

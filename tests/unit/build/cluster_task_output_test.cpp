@@ -38,7 +38,8 @@ TEST(Cluster, NodesRegisterWithTheActiveClusterAndEarlierKwargsWin) {
     EXPECT_EQ(c.repr(),
               "Cluster(nodes=['a', 'b', 'local', 'n2'], node_kwargs={'a': {'gpus': '1', 'host': 'h'}, 'b': {}, "
               "'local': {}, 'n2': {}})");
-  }).join();
+  })
+      .join();
 }
 
 TEST(Cluster, DefaultNodeIsLocalPerThread) {

@@ -222,8 +222,7 @@ TEST(ExecutionStepFn, Options) {
   EXPECT_EQ(def.create_workspace, true);
   EXPECT_EQ(def.run_every_ms, 20);
   // Options are applied before the nets are added, as in Caffe2, so this is accepted.
-  EXPECT_EQ(execution_step("ExecutionStepFn.cs", net, {.concurrent_substeps = true}).proto().concurrent_substeps,
-            true);
+  EXPECT_EQ(execution_step("ExecutionStepFn.cs", net, {.concurrent_substeps = true}).proto().concurrent_substeps, true);
 }
 
 TEST(ExecutionStepFn, Errors) {

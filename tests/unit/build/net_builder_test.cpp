@@ -43,8 +43,9 @@ TEST(NetBuilder, NamesJoinTheEnclosingBuilder) {
   EXPECT_EQ(NetBuilder().name(), "");
   EXPECT_EQ(NetBuilder::current(false), nullptr);
   EXPECT_EQ(invalid_input([] { NetBuilder::current(); }), "Context NetBuilder is required but none is active.");
-  EXPECT_NE(invalid_input([] { NetBuilder b({.name = "a", .fullname = "b"}); }).find("Cannot set both _fullname and name"),
-            std::string::npos);
+  EXPECT_NE(
+      invalid_input([] { NetBuilder b({.name = "a", .fullname = "b"}); }).find("Cannot set both _fullname and name"),
+      std::string::npos);
 }
 
 TEST(NetBuilder, NetsCreatedInsideGetTheBuilderPrefix) {

@@ -31,8 +31,7 @@ TEST(NetNaming, NamesAreUniqueInTheProcess) {
 TEST(NetNaming, NamesAreUniqueAcrossThreads) {
   std::vector<std::string> names(8);
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] { names[t] = Net("NetNaming.threads").name(); });
+  for (int t = 0; t < 8; ++t) threads.emplace_back([&, t] { names[t] = Net("NetNaming.threads").name(); });
   for (auto& th : threads) th.join();
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::unique(names.begin(), names.end()), names.end());
@@ -269,10 +268,13 @@ TEST(NetConst, BlobOutAndDtypeOverride) {
 
 TEST(NetConst, InexactConversionsFail) {
   Net net("NetConst.inexact");
-  EXPECT_NE(invalid_input([&] { net.Const(2.5, {.dtype = DType::Int64}); })
-                .find("value 2.5 cannot be represented exactly as INT64"),
+  EXPECT_NE(invalid_input([&] {
+              net.Const(2.5, {.dtype = DType::Int64});
+            }).find("value 2.5 cannot be represented exactly as INT64"),
             std::string::npos);
-  EXPECT_NE(invalid_input([&] { net.Const({1, 300}, {.dtype = DType::Int8}); }).find("value [1] 300"),
+  EXPECT_NE(invalid_input([&] {
+              net.Const({1, 300}, {.dtype = DType::Int8});
+            }).find("value [1] 300"),
             std::string::npos);
   EXPECT_NE(invalid_input([&] { net.Const(int64_t{1} << 40, {.dtype = DType::Int32}); }).find("INT32"),
             std::string::npos);
@@ -280,8 +282,7 @@ TEST(NetConst, InexactConversionsFail) {
   EXPECT_NE(invalid_input([&] { net.Const(2, {.dtype = DType::Bool}); }).find("BOOL"), std::string::npos);
   EXPECT_NE(invalid_input([&] { net.Const("s", {.dtype = DType::Int64}); }).find("from STRING values"),
             std::string::npos);
-  EXPECT_NE(invalid_input([&] { net.Const(1, {.dtype = DType::String}); }).find("STRING constant"),
-            std::string::npos);
+  EXPECT_NE(invalid_input([&] { net.Const(1, {.dtype = DType::String}); }).find("STRING constant"), std::string::npos);
   std::string msg = invalid_input([&] { net.Const(true, {.dtype = DType::String}); });
   EXPECT_EQ(msg.rfind("net \"" + net.name() + "\" > Const: ", 0), 0u) << msg;
   EXPECT_TRUE(net.proto().op.empty());

@@ -185,7 +185,9 @@ TEST(OpsControlNet, PlanRunsTwice) {
 
 TEST(OpsControlNet, BranchReadingAnUndefinedBlobIsAnError) {
   const std::string msg = invalid_input([] {
-    NetBuilder nb({.name = "IfUndef"}, [] { ops::IfNet(Const(true), [] { ops::Add({"IfUndef.nowhere", Const(1)}); }); });
+    NetBuilder nb({.name = "IfUndef"}, [] {
+      ops::IfNet(Const(true), [] { ops::Add({"IfUndef.nowhere", Const(1)}); });
+    });
   });
   EXPECT_TRUE(has(msg, "Input blob IfUndef.nowhere is undefined")) << msg;
 }
@@ -257,9 +259,8 @@ TEST(OpsControlNet, ElseMisuse) {
     });
   });
   EXPECT_TRUE(has(twice, "already has an ops::Else")) << twice;
-  const std::string inside = invalid_input([] {
-    NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::Else([] {}); }); });
-  });
+  const std::string inside =
+      invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::Else([] {}); }); }); });
   EXPECT_TRUE(has(inside, "Invalid use of Else builder")) << inside;
 }
 
@@ -270,28 +271,25 @@ TEST(OpsControlNet, IfNetMisuse) {
   const std::string expected = "Expected Net or NetBuilder with control ops";
   EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::loop(2, [] {}); }); }); }),
                   expected));
-  EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::If(Const(true), [] {}); }); }); }),
-                  expected));
-  EXPECT_TRUE(has(invalid_input([] {
-                    NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::stop_guard([] {}); }); });
-                  }),
+  EXPECT_TRUE(
+      has(invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::If(Const(true), [] {}); }); }); }),
+          expected));
+  EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::stop_guard([] {}); }); }); }),
                   expected));
   EXPECT_TRUE(has(invalid_input([] {
                     NetBuilder nb([] {
-                      ops::IfNet(Const(true), [] { ops::net(execution_step("IfNetMisuse.step", Net("IfNetMisuse.n"))); });
+                      ops::IfNet(Const(true),
+                                 [] { ops::net(execution_step("IfNetMisuse.step", Net("IfNetMisuse.n"))); });
                     });
                   }),
                   expected));
   const std::string stop = "Stop blobs are not used with control operators";
   EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::stop(); }); }); }), stop));
   EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::Else([] {}); }); }), "Invalid use of Else builder"));
-  EXPECT_TRUE(has(invalid_input([] {
-                    NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::stop_if(Const(true)); }); });
-                  }),
-                  stop));
-  const std::string setup = invalid_input([] {
-    NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::task_init([] { Const(1); }); }); });
-  });
+  EXPECT_TRUE(has(
+      invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::stop_if(Const(true)); }); }); }), stop));
+  const std::string setup =
+      invalid_input([] { NetBuilder nb([] { ops::IfNet(Const(true), [] { ops::task_init([] { Const(1); }); }); }); });
   EXPECT_TRUE(has(setup, "cannot be used inside a control-op block")) << setup;
 }
 
@@ -398,9 +396,7 @@ TEST(OpsControlNet, ConditionMisuse) {
                   "Use of Condition outside of WhileNet"));
   EXPECT_TRUE(has(invalid_input([] {
                     NetBuilder nb([] {
-                      ops::WhileNet([] {
-                        ops::IfNet(Const(true), [] { ops::Condition([] { Const(true); }); });
-                      });
+                      ops::WhileNet([] { ops::IfNet(Const(true), [] { ops::Condition([] { Const(true); }); }); });
                     });
                   }),
                   "Use of Condition outside of WhileNet"));
@@ -424,25 +420,18 @@ TEST(OpsControlNet, ConditionMisuse) {
                   "Condition definition must be specified before the loop's body"));
   EXPECT_TRUE(has(invalid_input([] { NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] {}); }); }); }),
                   "Invalid loop condition specified"));
-  EXPECT_TRUE(has(invalid_input([] {
-                    NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] { ops::net(); }); }); });
-                  }),
-                  "Invalid condition net"));
-  const std::string two = invalid_input([] {
-    NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] { ops::StatRegistryExport(); }); }); });
-  });
+  EXPECT_TRUE(
+      has(invalid_input([] { NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] { ops::net(); }); }); }); }),
+          "Invalid condition net"));
+  const std::string two = invalid_input(
+      [] { NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] { ops::StatRegistryExport(); }); }); }); });
   EXPECT_TRUE(has(two, "Invalid condition net")) << two;
   const std::string none = invalid_input([] { NetBuilder nb([] { ops::WhileNet([] { Const(1); }); }); });
   EXPECT_TRUE(has(none, "Condition builder must be specified in While op")) << none;
   EXPECT_TRUE(has(invalid_input([] { ops::WhileNet([] {}); }), "No active NetBuilder."));
-  EXPECT_TRUE(has(invalid_input([] {
-                    NetBuilder nb([] {
-                      ops::WhileNet([] {
-                        ops::Condition([] { ops::stop(); });
-                      });
-                    });
-                  }),
-                  "Stop blobs are not used with control operators"));
+  EXPECT_TRUE(
+      has(invalid_input([] { NetBuilder nb([] { ops::WhileNet([] { ops::Condition([] { ops::stop(); }); }); }); }),
+          "Stop blobs are not used with control operators"));
 }
 
 TEST(OpsControlNet, InsideATaskRunByLocalSession) {
@@ -518,8 +507,7 @@ TEST(ControlOpsUtil, AddIfOpOnNetDefs) {
   EXPECT_EQ(op_types(if_net), (std::vector<std::string>{"CreateScope", "CreateScope", "If"}));
   EXPECT_EQ(if_net.op.back().input,
             (std::vector<std::string>{"c", "y", "ifn/workspace_if_then", "ifn/workspace_if_else"}));
-  EXPECT_EQ(if_net.op.back().output,
-            (std::vector<std::string>{"y", "ifn/workspace_if_then", "ifn/workspace_if_else"}));
+  EXPECT_EQ(if_net.op.back().output, (std::vector<std::string>{"y", "ifn/workspace_if_then", "ifn/workspace_if_else"}));
   EXPECT_EQ(if_net.external_input, (std::vector<std::string>{"c", "y"}));
   // A second If in the same net gets fresh scope blobs.
   add_if_op(if_net, "c", {"c", "y"}, def_of("then2", {}));

@@ -52,10 +52,8 @@ TEST(OpsDsl, OutsideABuilderIsAnError) {
   EXPECT_TRUE(starts_with(invalid_input([] { ops::stop_guard([] {}); }), msg));
   EXPECT_TRUE(starts_with(invalid_input([] { ops::task_init([] {}); }), msg));
   EXPECT_TRUE(starts_with(invalid_input([] { ops::task_reporter([] {}); }), msg));
-  EXPECT_TRUE(starts_with(invalid_input([] {
-                ops::call([](std::span<Blob* const>, std::span<Blob* const>) {});
-              }),
-              msg));
+  EXPECT_TRUE(
+      starts_with(invalid_input([] { ops::call([](std::span<Blob* const>, std::span<Blob* const>) {}); }), msg));
   EXPECT_NE(invalid_input([] { ops::CountUp("c"); }).find("ops::CountUp"), std::string::npos);
 }
 
@@ -264,9 +262,7 @@ TEST(OpsDsl, LoopMisuse) {
               });
             }),
             "This loop does not have a number of iterations.");
-  EXPECT_EQ(invalid_input([] {
-              NetBuilder nb({.name = "OpsLoopNoStop"}, [] { ops::loop([] { ops::Const(1); }); });
-            }),
+  EXPECT_EQ(invalid_input([] { NetBuilder nb({.name = "OpsLoopNoStop"}, [] { ops::loop([] { ops::Const(1); }); }); }),
             "This NetBuilder (OpsLoopNoStop) requires a stop condition to be set with `stop` or `stop_if`");
   NetBuilder named({.name = "OpsLoopNamed"}, [] {
     ops::Loop l = ops::loop(2, [] {}, {.name = "l"});
@@ -326,8 +322,7 @@ TEST(OpsDsl, IfStructure) {
     const auto& children = nb.get();
     EXPECT_EQ(children.size(), 2u);
     // In the parent: else_blob = Not(cond), already_ran = Const(false).
-    EXPECT_EQ(op_types(std::get<Net>(children[0])),
-              (std::vector<std::string>{"ConstantFill", "Not", "ConstantFill"}));
+    EXPECT_EQ(op_types(std::get<Net>(children[0])), (std::vector<std::string>{"ConstantFill", "Not", "ConstantFill"}));
     return *out;
   }();
   EXPECT_FALSE(r.is_else());
@@ -347,15 +342,20 @@ TEST(OpsDsl, IfElifElseValues) {
     for (int x : {90, 60, 10}) {
       BlobRef v = ops::Const(x);
       BlobRef out = ops::Const(0);
-      ops::If(ops::GE({v, ops::Const(80)}), [&] { ops::Const(1, {.blob_out = out}); })
-          .Elif(ops::GE({v, ops::Const(50)}), [&] { ops::Const(2, {.blob_out = out}); })
-          .Else([&] { ops::Const(3, {.blob_out = out}); });
+      ops::If(ops::GE({v, ops::Const(80)}), [&] {
+        ops::Const(1, {.blob_out = out});
+      }).Elif(ops::GE({v, ops::Const(50)}), [&] {
+          ops::Const(2, {.blob_out = out});
+        }).Else([&] { ops::Const(3, {.blob_out = out}); });
       results.push_back(out);
     }
     // Only the first true branch runs, even when a later condition also holds.
     BlobRef first = ops::Const(0);
-    ops::If(ops::Const(true), [&] { ops::Add({first, ops::Const(1)}, {first}); })
-        .Elif(ops::Const(true), [&] { ops::Add({first, ops::Const(10)}, {first}); });
+    ops::If(ops::Const(true), [&] {
+      ops::Add({first, ops::Const(1)}, {first});
+    }).Elif(ops::Const(true), [&] {
+      ops::Add({first, ops::Const(10)}, {first});
+    });
     results.push_back(first);
     // A stop inside a branch ends that branch only.
     BlobRef y = ops::Const(1);
@@ -470,12 +470,13 @@ TEST(OpsDsl, CallRunsAFunctionEveryRun) {
   std::atomic<int> built_calls{0};
   NetBuilder nb({.name = "OpsCall"}, [&] {
     ops::loop(4, [&] {
-      ops::call([&](std::span<Blob* const> in, std::span<Blob* const> out) {
-        EXPECT_EQ(in.size(), 1u);
-        EXPECT_EQ(out.size(), 0u);
-        ++calls;
-      },
-                {"OpsCall.in"});
+      ops::call(
+          [&](std::span<Blob* const> in, std::span<Blob* const> out) {
+            EXPECT_EQ(in.size(), 1u);
+            EXPECT_EQ(out.size(), 0u);
+            ++calls;
+          },
+          {"OpsCall.in"});
       ops::call(CallableBuilder([&]() -> CallableFn {
         ++built;
         return [&](std::span<Blob* const>, std::span<Blob* const>) { ++built_calls; };
@@ -499,7 +500,9 @@ TEST(OpsDsl, DocsExample) {
     small = ops::Const(0);
     ops::loop(10, [&](ops::Loop& i) {
       BlobRef v = ops::Mul({i.iter(), ops::Const(10)});
-      ops::If(ops::GE({v, ops::Const(50)}), [&] { ops::Add({large, v}, {large}); }).Else([&] {
+      ops::If(ops::GE({v, ops::Const(50)}), [&] {
+        ops::Add({large, v}, {large});
+      }).Else([&] {
         ops::Add({small, v}, {small});
       });
       ops::Add({total, v}, {total});

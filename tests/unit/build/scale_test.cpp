@@ -1,4 +1,5 @@
-// Building at scale: a plan collecting many nets, a group of many tasks of one name, merging many nets — linear in their size.
+// Building at scale: a plan collecting many nets, a group of many tasks of one name, merging many nets — linear in
+// their size.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +45,7 @@ TEST(BuildScale, PlanCollectsManyNetsInLinearTime) {
   // Measured (release): 33 ms for 50k nets, 5 ms over one net (each new net is frozen and indexed
   // once: a constant per net); the search per net made it 300x.
   EXPECT_LT(with_many, 30 * with_one) << with_many << " s for " << kSubsteps << " nets, " << with_one
-                                     << " s for as many substeps over one net";
+                                      << " s for as many substeps over one net";
 }
 
 // Naming a task searched every task of its group per candidate name: n tasks of one name cost
@@ -109,8 +110,8 @@ TEST(BuildScale, TaskSuffixesSkipOnlyTakenNames) {
     Task({.name = "t"});
   });
   for (const Task& t : group.tasks()) names.push_back(t.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"local/t:1", "local/t", "local/t:2", "local/t:3", "local/t:4",
-                                              "local/t:5"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"local/t:1", "local/t", "local/t:2", "local/t:3", "local/t:4", "local/t:5"}));
 }
 
 }  // namespace

@@ -46,9 +46,7 @@ TEST(TaskMisuse, OneReportNetPerNode) {
 }
 
 TEST(TaskMisuse, TasksByNodeWithTwoDifferentMaps) {
-  TaskGroup tg([] {
-    Node n("TaskMisuse.node", [] { Task({.name = "t"}, [] { mops::Const(1); }); });
-  });
+  TaskGroup tg([] { Node n("TaskMisuse.node", [] { Task({.name = "t"}, [] { mops::Const(1); }); }); });
   (void)tg.tasks_by_node();
   (void)tg.tasks_by_node();  // the same map: memoized, fine
   EXPECT_EQ(invalid_input([&] { (void)tg.tasks_by_node([](const std::string&) { return std::string("elsewhere"); }); }),
@@ -64,9 +62,8 @@ TEST(TaskMisuse, DslOutsideAnyBuilder) {
 }
 
 TEST(TaskMisuse, LocalReporterNeedsATaskGroup) {
-  const std::string msg = invalid_input([] {
-    NetBuilder nb([] { mops::local_reporter(10, [] { mops::Const(1); }); });
-  });
+  const std::string msg =
+      invalid_input([] { NetBuilder nb([] { mops::local_reporter(10, [] { mops::Const(1); }); }); });
   EXPECT_TRUE(contains(msg, "TaskGroup")) << msg;
 }
 

@@ -45,7 +45,8 @@ TEST(UniqueNames, SameNamesAsCaffe2) {
 TEST(UniqueNames, OneBaseAgainAndAgainStoresOneCounter) {
   UniqueNames names;
   EXPECT_EQ(names.unique("n/checkpoint_save"), "n/checkpoint_save");
-  for (int i = 1; i <= 10000; ++i) ASSERT_EQ(names.unique("n/checkpoint_save"), "n/checkpoint_save_" + std::to_string(i));
+  for (int i = 1; i <= 10000; ++i)
+    ASSERT_EQ(names.unique("n/checkpoint_save"), "n/checkpoint_save_" + std::to_string(i));
   EXPECT_EQ(names.stored(), 2u) << "the base itself and its counter";
   EXPECT_EQ(names.unique("n/checkpoint_save_5000"), "n/checkpoint_save_5000_1") << "handed out, though not stored";
 }

@@ -31,7 +31,8 @@ const std::string kTrue =
 const std::string kWhileNet = R"({"name": "loop", "op": [)" + kTrue +
                               R"(, {"type": "While", "input": ["c"], "arg": [
     {"name": "loop_net", "n": {"name": "body", "op": []}},
-    {"name": "cond_net", "n": {"name": "cond", "op": [)" + kTrue + R"(]}}]}]})";
+    {"name": "cond_net", "n": {"name": "cond", "op": [)" +
+                              kTrue + R"(]}}]}]})";
 
 // DequeueBlobs (timeout 0: forever) on a queue nobody fills; take2 is a second such net, for a
 // concurrent sibling (one net instance runs on one thread at a time).
@@ -47,7 +48,8 @@ struct Case {
 
 std::vector<Case> cases() {
   const std::string while_step = R"({"name": "while", "network": ["loop"]})";
-  const std::string queue_steps = R"({"name": "make", "network": ["make_queue"]}, {"name": "take", "network": ["take"]})";
+  const std::string queue_steps =
+      R"({"name": "make", "network": ["make_queue"]}, {"name": "take", "network": ["take"]})";
   const std::string spin_net = R"({"name": "spin", "op": [{"type": "ConstantFill", "output": ["z"]}]})";
   // Two billion instances of a step that spins for ever: on threads and, where allowed, fibers.
   // Each instance in a workspace of its own, so that instances do not share the net's operators.
@@ -73,8 +75,10 @@ std::vector<Case> cases() {
   };
   // The same in a TaskGroup document: two nodes, one blocked in a queue, one in a While.
   const std::string group = std::string(R"({"name": "g", "nodes": [
-      {"node": "a", "plan": )") + plan_with(kQueueNets, queue_steps) + R"(},
-      {"node": "b", "plan": )" + plan_with(kWhileNet, while_step) + "}]}";
+      {"node": "a", "plan": )") +
+                            plan_with(kQueueNets, queue_steps) + R"(},
+      {"node": "b", "plan": )" +
+                            plan_with(kWhileNet, while_step) + "}]}";
   out.push_back({"TaskGroup", group, {}});
   out.push_back({"TaskGroupOnFibers", group, {"--fibers"}});
   return out;
@@ -100,7 +104,8 @@ TEST_P(CliCancel, StopsWithin1sAndExits130) {
   EXPECT_LT(r.after_signal.count(), 1000) << "took " << r.after_signal.count() << " ms after the signal";
 }
 
-INSTANTIATE_TEST_SUITE_P(Plans, CliCancel, ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(SIGINT, SIGTERM)),
+INSTANTIATE_TEST_SUITE_P(Plans, CliCancel,
+                         ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Values(SIGINT, SIGTERM)),
                          [](const auto& p) {
                            return std::get<0>(p.param).name + (std::get<1>(p.param) == SIGINT ? "_SIGINT" : "_SIGTERM");
                          });

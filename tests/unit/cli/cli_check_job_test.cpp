@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
+#include "support/paths.h"
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
-#include "support/paths.h"
 
 namespace {
 
@@ -31,8 +31,10 @@ const std::string kPlan = R"({"network": [{"name": "n", "op": [{"type": "Constan
 // A job whose epoch_group node "t" runs `epoch_plan`, stopping on `stop_node`'s blob "done".
 std::string job(const std::string& epoch_plan, const std::string& stop_node = "t", const std::string& extra = "") {
   return R"({"init_group": {"nodes": [{"node": "t", "plan": )" + kPlan + R"(}]},
-             "epoch_group": {"nodes": [{"node": "t", "plan": )" + epoch_plan + R"(}]},
-             "stop_conditions": [{"node": ")" + stop_node + R"(", "blob": "done"}])" + extra + "}";
+             "epoch_group": {"nodes": [{"node": "t", "plan": )" +
+         epoch_plan + R"(}]},
+             "stop_conditions": [{"node": ")" +
+         stop_node + R"(", "blob": "done"}])" + extra + "}";
 }
 
 TEST_F(CliCheckJob, TheExampleJobIsOk) {
@@ -44,9 +46,11 @@ TEST_F(CliCheckJob, TheExampleJobIsOk) {
 }
 
 TEST_F(CliCheckJob, ABadNodePlanIsReportedWithItsGroupAndNode) {
-  const std::string bad = R"({"network": [{"name": "n", "op": [{"type": "Nope"}]}], "execution_step": [{"network": ["n"]}]})";
-  expect_moka_error(moka({"check", file("job.json", job(bad))}), 2,
-                    {"moka: invalid input: epoch_group > node \"t\" > network[0] \"n\" > operator #0 (Nope): unknown operator type"});
+  const std::string bad =
+      R"({"network": [{"name": "n", "op": [{"type": "Nope"}]}], "execution_step": [{"network": ["n"]}]})";
+  expect_moka_error(
+      moka({"check", file("job.json", job(bad))}), 2,
+      {"moka: invalid input: epoch_group > node \"t\" > network[0] \"n\" > operator #0 (Nope): unknown operator type"});
 }
 
 TEST_F(CliCheckJob, AStopConditionOnAnUnknownNodeIsReported) {

@@ -17,7 +17,7 @@ class CliCheckpoint : public CliJob {
  protected:
   CliResult job(std::vector<std::string> extra, const std::string& dir = {}) {
     std::vector<std::string> args = {"job", "run", job_path_.empty() ? (job_path_ = small_job()) : job_path_,
-                                      "--checkpoint-dir", dir.empty() ? ckpt() : dir};
+                                     "--checkpoint-dir", dir.empty() ? ckpt() : dir};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
   }

@@ -20,11 +20,10 @@
 #include <thread>
 #include <vector>
 
-#include "unit/cli/cli_process.h"
 #include "support/paths.h"
+#include "unit/cli/cli_process.h"
 
 namespace moka_cli_test {
-
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -44,7 +43,7 @@ inline void write_file(const fs::path& path, const std::string& text) {
 // something to stderr (so the signal arrives while the plan runs, after the handler is installed).
 struct RunOpts {
   bool interrupt_on_stderr = false;
-  int signal = SIGINT;  ///< the signal interrupt_on_stderr sends
+  int signal = SIGINT;                        ///< the signal interrupt_on_stderr sends
   std::chrono::milliseconds signal_delay{0};  ///< how long after the first stderr output
 };
 
@@ -68,10 +67,9 @@ class Cli : public ::testing::Test {
   }
 
   CliResult run(const std::vector<std::string>& args, RunOpts opts = {}) {
-    return moka::testing::spawn_moka(args, dir_ / fmt_name("stdout"), dir_ / fmt_name("stderr"), kProcessTimeout,
-                                     {.on_stderr = opts.interrupt_on_stderr,
-                                      .signal = opts.signal,
-                                      .delay = opts.signal_delay});
+    return moka::testing::spawn_moka(
+        args, dir_ / fmt_name("stdout"), dir_ / fmt_name("stderr"), kProcessTimeout,
+        {.on_stderr = opts.interrupt_on_stderr, .signal = opts.signal, .delay = opts.signal_delay});
   }
 
   // Runs `moka run PLAN --fetch FETCH` on plan text; expects success and returns stdout parsed.
@@ -96,9 +94,7 @@ class Cli : public ::testing::Test {
   int counter_ = 0;
 };
 
-inline std::string source_path(const std::string& rel) {
-  return std::string(moka::testing::source_dir()) + "/" + rel;
-}
+inline std::string source_path(const std::string& rel) { return std::string(moka::testing::source_dir()) + "/" + rel; }
 
 // stderr holds exactly one line, and stdout nothing.
 inline void expect_one_error_line(const CliResult& r) {

@@ -6,9 +6,9 @@
 #include <set>
 #include <string>
 
+#include "support/paths.h"
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
-#include "support/paths.h"
 
 namespace {
 
@@ -48,7 +48,8 @@ TEST(CliFlagsDocumented, EverySubcommandFlagIsInTheTopLevelHelpAndTheDocs) {
       const std::size_t at = top.out.find("  moka " + name + " ");
       ASSERT_NE(at, std::string::npos) << "no usage line for moka " << name << " in:\n" << top.out;
       const std::size_t end = top.out.find("\n  moka ", at + 1);
-      EXPECT_NE(top.out.substr(at, end - at).find(f), std::string::npos) << "moka --help: moka " << name << " lacks " << f;
+      EXPECT_NE(top.out.substr(at, end - at).find(f), std::string::npos)
+          << "moka --help: moka " << name << " lacks " << f;
       EXPECT_NE(docs.find("`" + f), std::string::npos) << "docs/cli.md does not describe " << f << " of moka " << name;
     }
   }

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "support/paths.h"
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
-#include "support/paths.h"
 
 namespace {
 
@@ -36,7 +36,8 @@ TEST_F(CliInputLimits, AFileOverTheLimitIsRefusedByItsSize) {
   ASSERT_EQ(::truncate(path.c_str(), (off_t{64} << 20) + 1), 0);  // sparse: no disk used
   expect_moka_error(moka({"run", path}), 2,
                     {path + ": plan file is 67108865 bytes, larger than the limit of 64 MiB (67108864 bytes)"});
-  expect_moka_error(moka({"job", "run", path, "--checkpoint-dir", dir_ / "ckpt"}), 2, {path + ": job file is 67108865 bytes"});
+  expect_moka_error(moka({"job", "run", path, "--checkpoint-dir", dir_ / "ckpt"}), 2,
+                    {path + ": job file is 67108865 bytes"});
 }
 
 TEST_F(CliInputLimits, ADirectoryIsNamedAsSuch) {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "support/paths.h"
 #include "support/temp_dir.h"
 #include "unit/cli/cli_process.h"
-#include "support/paths.h"
 
 namespace {
 
@@ -62,15 +62,17 @@ TEST_F(CliMessages, ATensorTooLargeToAllocateIsAnErrorNamingIt) {
   // 2^50 float32 elements: 4 PiB, more than any address space, so the allocation fails at once.
   const std::string plan = R"({"network": [{"name": "n", "op": [{"type": "ConstantFill", "output": ["y"],
       "arg": [{"name": "shape", "ints": [1125899906842624]}]}]}], "execution_step": [{"name": "s", "network": ["n"]}]})";
-  expect_moka_error(moka({"run", file("big.json", plan)}), 1,
-                    {"moka: error: step \"s\" > net \"n\" > operator #0 (ConstantFill) writing \"y\": cannot allocate a "
-                     "float32[1125899906842624] tensor (4503599627370496 bytes, 4.0 PiB): out of memory"});
+  expect_moka_error(
+      moka({"run", file("big.json", plan)}), 1,
+      {"moka: error: step \"s\" > net \"n\" > operator #0 (ConstantFill) writing \"y\": cannot allocate a "
+       "float32[1125899906842624] tensor (4503599627370496 bytes, 4.0 PiB): out of memory"});
 }
 
 TEST_F(CliMessages, NegativeAndOverflowingShapesAreInvalidInput) {
   auto fill = [&](const std::string& shape) {
     return file("shape.json", R"({"network": [{"name": "n", "op": [{"type": "ConstantFill", "output": ["y"],
-        "arg": [{"name": "shape", "ints": )" + shape + R"(}]}]}], "execution_step": [{"name": "s", "network": ["n"]}]})");
+        "arg": [{"name": "shape", "ints": )" +
+                                  shape + R"(}]}]}], "execution_step": [{"name": "s", "network": ["n"]}]})");
   };
   expect_moka_error(moka({"run", fill("[-5]")}), 2, {"\"shape\" = [-5] has a negative dimension"});
   expect_moka_error(moka({"run", fill("[4611686018427387904, 4]")}), 2, {"[4611686018427387904,4] is too large"});
@@ -118,9 +120,10 @@ TEST_F(CliMessages, ConcurrentInstancesDoNotRepeatTheirSteps) {
   const std::string path = file("inst.json", plan);
   for (const char* mode : {"--threads", "--fibers"}) {
     SCOPED_TRACE(mode);
-    expect_moka_error(moka({"run", path, mode}), 1,
-                      {"moka: error: step \"l4\" > step \"l3\" > step \"l2\" > step \"l1\" > step \"leaf\" > net \"bad\" > "
-                       "operator #2 (Div): Div: integer division by zero (inputs \"a\", \"z\")\n"});
+    expect_moka_error(
+        moka({"run", path, mode}), 1,
+        {"moka: error: step \"l4\" > step \"l3\" > step \"l2\" > step \"l1\" > step \"leaf\" > net \"bad\" > "
+         "operator #2 (Div): Div: integer division by zero (inputs \"a\", \"z\")\n"});
   }
 }
 

@@ -47,9 +47,7 @@ const std::string kFills = one_net_plan(R"([
 // ---------------------------------------------------------------------------------------------
 // moka run: fetched blobs
 
-TEST_F(Cli, FetchInt64Scalar) {
-  EXPECT_EQ(run_ok(kFills, "y"), (Json{{"y", tensor("int64", Json::array(), {5})}}));
-}
+TEST_F(Cli, FetchInt64Scalar) { EXPECT_EQ(run_ok(kFills, "y"), (Json{{"y", tensor("int64", Json::array(), {5})}})); }
 
 TEST_F(Cli, FetchFloatVector) {
   // float32 values print in their shortest form, which reads back as the same float32.
@@ -150,32 +148,28 @@ struct Example {
 const std::map<std::string, Example>& examples() {
   static const std::map<std::string, Example> m = {
       {"demo.json",
-       {"total,count,squares,power,done",
-        Json{{"total", tensor("int64", Json::array(), {149})},
-             {"count", tensor("int64", Json::array(), {24})},
-             {"squares", tensor("int64", Json::array(), {30})},
-             {"power", tensor("int64", Json::array(), {64})},
-             {"done", tensor("bool", Json::array(), {true})}}}},
+       {"total,count,squares,power,done", Json{{"total", tensor("int64", Json::array(), {149})},
+                                               {"count", tensor("int64", Json::array(), {24})},
+                                               {"squares", tensor("int64", Json::array(), {30})},
+                                               {"power", tensor("int64", Json::array(), {64})},
+                                               {"done", tensor("bool", Json::array(), {true})}}}},
       {"counting_loop.json",
-       {"i,factorial,acc,iterations,positive,acc_int",
-        Json{{"i", tensor("int64", Json::array(), {10})},
-             {"factorial", tensor("int64", Json::array(), {3628800})},
-             {"acc", tensor("float64", {3}, {2.5, 3.5, 1.5})},
-             {"iterations", tensor("int64", {1}, {10})},
-             {"positive", tensor("bool", Json::array(), {true})},
-             {"acc_int", tensor("int32", {3}, {2, 3, 1})}}}},
+       {"i,factorial,acc,iterations,positive,acc_int", Json{{"i", tensor("int64", Json::array(), {10})},
+                                                            {"factorial", tensor("int64", Json::array(), {3628800})},
+                                                            {"acc", tensor("float64", {3}, {2.5, 3.5, 1.5})},
+                                                            {"iterations", tensor("int64", {1}, {10})},
+                                                            {"positive", tensor("bool", Json::array(), {true})},
+                                                            {"acc_int", tensor("int32", {3}, {2, 3, 1})}}}},
       {"concurrent.json",
-       {"ping_count,pong_count,total,shared_iter",
-        Json{{"ping_count", tensor("int64", Json::array(), {15})},
-             {"pong_count", tensor("int64", Json::array(), {21})},
-             {"total", tensor("int64", Json::array(), {36})},
-             {"shared_iter", tensor("int64", {1}, {36})}}}},
+       {"ping_count,pong_count,total,shared_iter", Json{{"ping_count", tensor("int64", Json::array(), {15})},
+                                                        {"pong_count", tensor("int64", Json::array(), {21})},
+                                                        {"total", tensor("int64", Json::array(), {36})},
+                                                        {"shared_iter", tensor("int64", {1}, {36})}}}},
       {"should_stop.json",
-       {"ticks,done,once,remaining",
-        Json{{"ticks", tensor("int64", Json::array(), {6})},
-             {"done", tensor("bool", Json::array(), {true})},
-             {"once", tensor("int64", Json::array(), {1})},
-             {"remaining", tensor("int64", Json::array(), {-1})}}}},
+       {"ticks,done,once,remaining", Json{{"ticks", tensor("int64", Json::array(), {6})},
+                                          {"done", tensor("bool", Json::array(), {true})},
+                                          {"once", tensor("int64", Json::array(), {1})},
+                                          {"remaining", tensor("int64", Json::array(), {-1})}}}},
   };
   return m;
 }
@@ -203,8 +197,9 @@ TEST_F(Cli, DemoIsDeterministicAndReportsProgress) {
   for (int i = 0; i < 5; ++i) {
     const CliResult r = run({"run", source_path("examples/plans/demo.json"), "--fetch", "total,count"});
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.out, R"({"total":{"dtype":"int64","shape":[],"data":[149]},"count":{"dtype":"int64","shape":[],"data":[24]}})"
-                     "\n");
+    EXPECT_EQ(r.out,
+              R"({"total":{"dtype":"int64","shape":[],"data":[149]},"count":{"dtype":"int64","shape":[],"data":[24]}})"
+              "\n");
     const std::size_t last = r.err.rfind("progress");
     ASSERT_NE(last, std::string::npos) << r.err;
     EXPECT_NE(r.err.find("24", last), std::string::npos) << r.err;
@@ -240,7 +235,8 @@ TEST_F(Cli, UnknownOperatorType) {
 }
 
 TEST_F(Cli, BadArgumentType) {
-  const std::string plan = one_net_plan(R"([{"type": "ConstantFill", "output": ["x"], "arg": [{"name": "value", "s": "five"}]}])");
+  const std::string plan =
+      one_net_plan(R"([{"type": "ConstantFill", "output": ["x"], "arg": [{"name": "value", "s": "five"}]}])");
   expect_error(run({"run", plan_file(plan)}), 2, {"ConstantFill", "\"value\""});
 }
 
@@ -265,7 +261,9 @@ TEST_F(Cli, MissingPlanArgument) { expect_error(run({"run"}), 2, {"plan", "requi
 
 TEST_F(Cli, MissingFetchValue) { expect_error(run({"run", plan_file(kFills), "--fetch"}), 2, {"--fetch"}); }
 
-TEST_F(Cli, EmptyFetchName) { expect_error(run({"run", plan_file(kFills), "--fetch", "y,,b"}), 2, {"--fetch", "empty"}); }
+TEST_F(Cli, EmptyFetchName) {
+  expect_error(run({"run", plan_file(kFills), "--fetch", "y,,b"}), 2, {"--fetch", "empty"});
+}
 
 TEST_F(Cli, ExtraPositional) { expect_error(run({"run", plan_file(kFills), "other.json"}), 2, {"other.json"}); }
 
@@ -439,7 +437,8 @@ TEST_F(Cli, TaskGroupSharedWorkspaceOption) {
 
 TEST_F(Cli, TaskGroupInvalidNodeExits2) {
   const CliResult r = run({"run", plan_file(R"({"nodes": [{"node": "a", "plan": {"network": [{"name": "n",
-      "op": [{"type": "Nope"}]}], "execution_step": [{"name": "s", "network": ["n"]}]}}]})"), "--fetch", "x"});
+      "op": [{"type": "Nope"}]}], "execution_step": [{"name": "s", "network": ["n"]}]}}]})"),
+                           "--fetch", "x"});
   expect_error(r, 2, {"node \"a\"", "Nope"});
   const CliResult c = run({"check", source_path("examples/task_groups/two_nodes.json")});
   EXPECT_EQ(c.code, 0) << c.err;
@@ -459,7 +458,8 @@ TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
   const std::string size_and_time = R"(, checkpoint [0-9]+(\.[0-9])? (B|KiB|MiB) in [0-9]+\.[0-9]{3} s)";
   for (int e = 0; e <= 4; ++e) {
     ASSERT_TRUE(std::getline(lines, line)) << r.out;
-    const std::string head = e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
+    const std::string head =
+        e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
     EXPECT_TRUE(std::regex_match(line, std::regex(head + size_and_time + (e == 4 ? ", stop" : ""))))
         << "epoch " << e << ": " << line;
     // The checkpoint holds the 1000 weights (4000 bytes) and more: a few KiB, never "0 B".
@@ -468,7 +468,8 @@ TEST_F(CliJob, PrintsOneLinePerEpochAndTheOutputs) {
   ASSERT_TRUE(std::getline(lines, line));
   EXPECT_EQ(line, "finished after epoch 4");
   EXPECT_NE(r.out.find(std::string(kOutputs) + "\n"), std::string::npos) << r.out;
-  for (int e = 0; e <= 4; ++e) EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
+  for (int e = 0; e <= 4; ++e)
+    EXPECT_TRUE(fs::exists(fs::path(ckpt()) / ("moka-manifest." + std::to_string(e) + ".json")));
 }
 
 TEST_F(CliJob, BackgroundSavePrintsWhenEachCheckpointIsWritten) {
@@ -479,13 +480,17 @@ TEST_F(CliJob, BackgroundSavePrintsWhenEachCheckpointIsWritten) {
   // writer, the line saying epoch E was written and how long the writer took.
   std::istringstream lines(r.out);
   std::string line;
-  const std::string snapshot = R"(, checkpoint [0-9]+(\.[0-9])? (B|KiB|MiB) in [0-9]+\.[0-9]{3} s \(snapshot; written in the background\))";
+  const std::string snapshot =
+      R"(, checkpoint [0-9]+(\.[0-9])? (B|KiB|MiB) in [0-9]+\.[0-9]{3} s \(snapshot; written in the background\))";
   for (int e = 0; e <= 4; ++e) {
     ASSERT_TRUE(std::getline(lines, line)) << r.out;
-    const std::string head = e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
-    EXPECT_TRUE(std::regex_match(line, std::regex(head + snapshot + (e == 4 ? ", stop" : "")))) << "epoch " << e << ": " << line;
+    const std::string head =
+        e == 0 ? std::string(R"(epoch 0 \(init\))") : "epoch " + std::to_string(e) + R"(: [0-9]+\.[0-9]{3} s)";
+    EXPECT_TRUE(std::regex_match(line, std::regex(head + snapshot + (e == 4 ? ", stop" : ""))))
+        << "epoch " << e << ": " << line;
     ASSERT_TRUE(std::getline(lines, line)) << r.out;
-    EXPECT_TRUE(std::regex_match(line, std::regex("epoch " + std::to_string(e) + R"(: checkpoint written in [0-9]+\.[0-9]{3} s \(background\))")))
+    EXPECT_TRUE(std::regex_match(line, std::regex("epoch " + std::to_string(e) +
+                                                  R"(: checkpoint written in [0-9]+\.[0-9]{3} s \(background\))")))
         << "epoch " << e << ": " << line;
   }
   ASSERT_TRUE(std::getline(lines, line));
@@ -499,10 +504,12 @@ TEST_F(CliJob, AToleratedBackgroundSaveFailureIsPrintedUnderItsEpoch) {
       run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--background-save", "--tolerate-save-failures"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("\nepoch 1: checkpoint written in "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\nepoch 2: checkpoint not written (background; failure tolerated)\nepoch 3: "), std::string::npos)
+  EXPECT_NE(r.out.find("\nepoch 2: checkpoint not written (background; failure tolerated)\nepoch 3: "),
+            std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("epoch 2: checkpoint written"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("checkpoint save failed (tolerated): Unable to write checkpoint for epoch 2."), std::string::npos)
+  EXPECT_NE(r.out.find("checkpoint save failed (tolerated): Unable to write checkpoint for epoch 2."),
+            std::string::npos)
       << r.out;
 }
 
@@ -541,7 +548,8 @@ TEST_F(CliJob, CorruptNewestCheckpointIsSkippedWithItsReason) {
   ASSERT_EQ(run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--db-type", "lmdb"}).code, 0);
   fs::remove(fs::path(ckpt()) / "moka-manifest.4.json");  // as if killed before epoch 4 committed
   fs::remove_all(fs::path(ckpt()) / "trainer.3");
-  const CliResult r = run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--db-type", "lmdb", "--resume", "latest"});
+  const CliResult r =
+      run({"job", "run", small_job(), "--checkpoint-dir", ckpt(), "--db-type", "lmdb", "--resume", "latest"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("skipping checkpoint epoch 3: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trainer.3"), std::string::npos) << r.out;
@@ -578,8 +586,10 @@ TEST_F(CliJob, BadInputExitsWithTwo) {
   const std::string job = small_job();
   expect_error(run({"job", "run", job}), 2, {"--checkpoint-dir"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ""}), 2, {"--checkpoint-dir", "must not be empty"});
-  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", ""}), 2, {"--resume", "must not be empty"});
-  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-every", "5"}), 2, {"--keep-every", "--keep-last"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", ""}), 2,
+               {"--resume", "must not be empty"});
+  expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-every", "5"}), 2,
+               {"--keep-every", "--keep-last"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--db-type", "rocksdb"}), 2, {"--db-type"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--keep-last", "-1"}), 2, {"--keep-last"});
   expect_error(run({"job", "run", job, "--checkpoint-dir", ckpt(), "--resume", "soon"}), 2, {"--resume", "soon"});
@@ -588,8 +598,9 @@ TEST_F(CliJob, BadInputExitsWithTwo) {
   expect_error(run({"job", "run", plan_file(R"({"epoch_group": {"nodes": [{"node": 3}]}})", "bad.json"),
                     "--checkpoint-dir", ckpt()}),
                2, {"bad.json", "epoch_group.nodes[0].node"});
-  expect_error(run({"job", "run", plan_file(R"({"epoch_group": {"nodes": []}})", "nostop.json"), "--checkpoint-dir", ckpt()}),
-               2, {"stop_conditions"});
+  expect_error(
+      run({"job", "run", plan_file(R"({"epoch_group": {"nodes": []}})", "nostop.json"), "--checkpoint-dir", ckpt()}), 2,
+      {"stop_conditions"});
   expect_error(run({"job", "frobnicate"}), 2, {"frobnicate"});
 }
 

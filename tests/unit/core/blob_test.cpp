@@ -74,8 +74,7 @@ TEST(Blob, TypeMismatchNamesBothTypes) {
   EXPECT_EQ(message_of<TypeError>([&] { b.get<int>(); }), "blob holds Tensor, expected int");
   EXPECT_EQ(message_of<TypeError>([&] { b.get<BlobTestFoo>(); }), "blob holds Tensor, expected BlobTestFoo");
   b.emplace<BlobTestFoo>();
-  EXPECT_EQ(message_of<TypeError>([&] { std::as_const(b).get<Tensor>(); }),
-            "blob holds BlobTestFoo, expected Tensor");
+  EXPECT_EQ(message_of<TypeError>([&] { std::as_const(b).get<Tensor>(); }), "blob holds BlobTestFoo, expected Tensor");
   // get_checked_mutable refuses instead of replacing.
   EXPECT_THROW(b.get_checked_mutable<Tensor>(), TypeError);
   EXPECT_TRUE(b.is_type<BlobTestFoo>());

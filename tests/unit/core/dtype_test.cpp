@@ -23,14 +23,10 @@ struct Expected {
 };
 
 constexpr Expected kAll[] = {
-    {DType::Float, 1, "float32", "FLOAT", 4, false, true},
-    {DType::Int32, 2, "int32", "INT32", 4, true, false},
-    {DType::String, 4, "string", "STRING", 0, false, false},
-    {DType::Bool, 5, "bool", "BOOL", 1, false, false},
-    {DType::UInt8, 6, "uint8", "UINT8", 1, true, false},
-    {DType::Int8, 7, "int8", "INT8", 1, true, false},
-    {DType::Int16, 9, "int16", "INT16", 2, true, false},
-    {DType::Int64, 10, "int64", "INT64", 8, true, false},
+    {DType::Float, 1, "float32", "FLOAT", 4, false, true},    {DType::Int32, 2, "int32", "INT32", 4, true, false},
+    {DType::String, 4, "string", "STRING", 0, false, false},  {DType::Bool, 5, "bool", "BOOL", 1, false, false},
+    {DType::UInt8, 6, "uint8", "UINT8", 1, true, false},      {DType::Int8, 7, "int8", "INT8", 1, true, false},
+    {DType::Int16, 9, "int16", "INT16", 2, true, false},      {DType::Int64, 10, "int64", "INT64", 8, true, false},
     {DType::Double, 13, "float64", "DOUBLE", 8, false, true},
 };
 
@@ -108,8 +104,10 @@ TEST(DType, VisitCallsWithMatchingCppType) {
     EXPECT_EQ(seen, e.type);
     std::size_t size = visit_dtype(e.type, [](auto tag) -> std::size_t {
       using T = decltype(tag);
-      if constexpr (std::is_same_v<T, std::string>) return 0;
-      else return sizeof(T);
+      if constexpr (std::is_same_v<T, std::string>)
+        return 0;
+      else
+        return sizeof(T);
     });
     EXPECT_EQ(size, e.size);
   }

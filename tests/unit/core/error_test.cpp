@@ -48,11 +48,16 @@ TEST(Error, RethrowKeepsDynamicType) {
 TEST(Error, HierarchyIsCatchableAsBaseAndStdException) {
   auto throws = [](int which) {
     switch (which) {
-      case 0: throw InvalidInput("a");
-      case 1: throw TypeError("b");
-      case 2: throw NotFound("c");
-      case 3: throw RuntimeError("d");
-      default: throw Cancelled("e");
+      case 0:
+        throw InvalidInput("a");
+      case 1:
+        throw TypeError("b");
+      case 2:
+        throw NotFound("c");
+      case 3:
+        throw RuntimeError("d");
+      default:
+        throw Cancelled("e");
     }
   };
   for (int i = 0; i < 5; ++i) {

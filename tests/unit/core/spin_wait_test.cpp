@@ -111,7 +111,7 @@ TEST(SpinWait, CrowdedOutBelowSixtyPercentOfTheUsableCpus) {
   EXPECT_TRUE(crowded_out(0.5, 1));
   EXPECT_FALSE(crowded_out(0.6, 1));
   EXPECT_FALSE(crowded_out(1.0, 1));
-  EXPECT_TRUE(crowded_out(1.0, 2));  // two busy neighbours beside a pipe on two cores: ~0.03–1.0
+  EXPECT_TRUE(crowded_out(1.0, 2));   // two busy neighbours beside a pipe on two cores: ~0.03–1.0
   EXPECT_FALSE(crowded_out(1.5, 2));  // four pipe stages of its own on two cores: ~1.5–2.0
   EXPECT_TRUE(crowded_out(4.0, 16));
   EXPECT_FALSE(crowded_out(16.0, 16));
@@ -147,7 +147,8 @@ TEST(SpinWait, YieldsThatGoToOwnThreadsKeepYielding) {
   const auto wall0 = steady_clock::now();
   const double cpu0 = process_cpu_seconds();
   const Yields y = yield_on(cpus[0], 6);
-  const double rate = (process_cpu_seconds() - cpu0) / std::chrono::duration<double>(steady_clock::now() - wall0).count();
+  const double rate =
+      (process_cpu_seconds() - cpu0) / std::chrono::duration<double>(steady_clock::now() - wall0).count();
   stop = true;
   for (auto& t : busy) t.join();
   if (y.slow < 0) GTEST_SKIP() << "this system does not let a thread pin itself to CPU " << cpus[0];

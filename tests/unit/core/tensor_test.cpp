@@ -16,7 +16,7 @@
 namespace moka {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::Bool,  DType::Int8,  DType::UInt8, DType::Int16, DType::Int32,
+constexpr DType kAllDTypes[] = {DType::Bool,  DType::Int8,  DType::UInt8,  DType::Int16, DType::Int32,
                                 DType::Int64, DType::Float, DType::Double, DType::String};
 
 using test::message_of;
@@ -75,10 +75,8 @@ TEST(Tensor, EveryDTypeHasScalars) {
 }
 
 TEST(Tensor, ScalarExtremes) {
-  EXPECT_EQ(Tensor::scalar(std::numeric_limits<int64_t>::min()).item<int64_t>(),
-            std::numeric_limits<int64_t>::min());
-  EXPECT_EQ(Tensor::scalar(std::numeric_limits<int64_t>::max()).item<int64_t>(),
-            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Tensor::scalar(std::numeric_limits<int64_t>::min()).item<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Tensor::scalar(std::numeric_limits<int64_t>::max()).item<int64_t>(), std::numeric_limits<int64_t>::max());
   EXPECT_TRUE(std::isnan(Tensor::scalar(std::nan("")).item<double>()));
   EXPECT_EQ(Tensor::scalar(std::string()).item<std::string>(), "");
 }
@@ -427,8 +425,7 @@ TEST(Tensor, EqualityComparesDTypeShapeAndValues) {
 }
 
 TEST(Tensor, ToStringPerDType) {
-  EXPECT_EQ(Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6}).to_string(),
-            "int64[2,3] {1, 2, 3, 4, 5, 6}");
+  EXPECT_EQ(Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6}).to_string(), "int64[2,3] {1, 2, 3, 4, 5, 6}");
   EXPECT_EQ(Tensor::scalar<int64_t>(5).to_string(), "int64[] {5}");
   EXPECT_EQ(Tensor::vector<bool>({true, false}).to_string(), "bool[2] {true, false}");
   EXPECT_EQ(Tensor::vector<int8_t>({-1, 65}).to_string(), "int8[2] {-1, 65}");

@@ -194,7 +194,9 @@ TEST(Workspace, ForwardedBlobFollowsParentRemoval) {
 TEST(Workspace, ForwardingChecks) {
   Workspace parent;
   parent.create_blob("a");
-  EXPECT_EQ(message_of<NotFound>([&] { Workspace w(&parent, {{"x", "missing"}}); }),
+  EXPECT_EQ(message_of<NotFound>([&] {
+              Workspace w(&parent, {{"x", "missing"}});
+            }),
             "Invalid parent workspace blob: missing");
   Workspace child;
   EXPECT_THROW(child.add_blob_mapping(nullptr, {{"x", "a"}}), InvalidInput);

@@ -42,7 +42,10 @@ TEST(Workspace, ConcurrentChildrenAndParentLookups) {
       for (int i = 0; i < kBlobs; ++i) {
         const std::string name = fmt::format("t{}_b{}", t, i);
         Blob* b = child.create_blob(name);
-        if (!b) { fail(); continue; }
+        if (!b) {
+          fail();
+          continue;
+        }
         b->emplace<Tensor>(Tensor::scalar<int64_t>(t * kBlobs + i));  // this thread owns b's content
         mine[i] = b;
         if (child.get_blob(name) != b) fail();
@@ -53,8 +56,7 @@ TEST(Workspace, ConcurrentChildrenAndParentLookups) {
         if (child.get_blob(sname) != shared[s]) fail();
         if (child.create_blob(sname) != shared[s]) fail();
         // Blobs the parent threads add may or may not be visible yet, but never wrong.
-        if (Blob* p = child.get_blob(fmt::format("p_{}", i)); p && p != parent.get_blob(fmt::format("p_{}", i)))
-          fail();
+        if (Blob* p = child.get_blob(fmt::format("p_{}", i)); p && p != parent.get_blob(fmt::format("p_{}", i))) fail();
       }
       for (int i = 0; i < kBlobs; ++i) {
         const std::string name = fmt::format("t{}_b{}", t, i);

@@ -49,7 +49,8 @@ TEST(DefinitionFile, ARegularFileOverTheLimitIsRefusedByItsSize) {
   EXPECT_EQ(message_of_read(path),
             path + ": plan file is 67108865 bytes, larger than the limit of 64 MiB (67108864 bytes)");
   std::ofstream(dir / "small.json") << "12345";
-  EXPECT_EQ(message_of_read(dir / "small.json", 4), dir / "small.json" + ": plan file is 5 bytes, larger than the limit of 4 bytes");
+  EXPECT_EQ(message_of_read(dir / "small.json", 4),
+            dir / "small.json" + ": plan file is 5 bytes, larger than the limit of 4 bytes");
   EXPECT_EQ(read_definition_file(dir / "small.json", "plan", 5), "12345");
 }
 
@@ -84,7 +85,8 @@ TEST(DefinitionFile, ADirectoryIsNamedAsSuch) {
 }
 
 TEST(DefinitionFile, AMissingFileSaysItCannotBeOpened) {
-  EXPECT_EQ(message_of_read("/no/such/plan.json"), "/no/such/plan.json: cannot open plan file: No such file or directory");
+  EXPECT_EQ(message_of_read("/no/such/plan.json"),
+            "/no/such/plan.json: cannot open plan file: No such file or directory");
 }
 
 TEST(DefinitionFile, LoadersGoThroughTheLimit) {

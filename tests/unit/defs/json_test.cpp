@@ -32,11 +32,10 @@ std::string plan_error(std::string_view text) {
   return {};
 }
 
-#define EXPECT_STARTS_WITH(msg, prefix)                                               \
-  do {                                                                                \
-    const std::string m_ = (msg);                                                     \
-    EXPECT_TRUE(m_.starts_with(prefix)) << "message: " << m_ << "\nexpected prefix: " \
-                                        << (prefix);                                  \
+#define EXPECT_STARTS_WITH(msg, prefix)                                                            \
+  do {                                                                                             \
+    const std::string m_ = (msg);                                                                  \
+    EXPECT_TRUE(m_.starts_with(prefix)) << "message: " << m_ << "\nexpected prefix: " << (prefix); \
   } while (0)
 
 NetDef sample_net(std::string name) {
@@ -212,9 +211,10 @@ TEST(PlanJson, NestedNetsInArguments) {
   ASSERT_NE(back.network[0].op[2].arg[0].n, nullptr);
   EXPECT_EQ(back.network[0].op[2].arg[0].n->op[0].arg[2].n->name, "leaf");
   // Nested nets are not plan nets: a step cannot name them.
-  EXPECT_STARTS_WITH(plan_error(R"({"network":[{"name":"top","op":[{"type":"If","arg":[{"name":"x","n":{"name":"inner"}}]}]}],
+  EXPECT_STARTS_WITH(
+      plan_error(R"({"network":[{"name":"top","op":[{"type":"If","arg":[{"name":"x","n":{"name":"inner"}}]}]}],
                                    "execution_step":[{"network":["inner"]}]})"),
-                     "execution_step[0].network[0]: net \"inner\" is not defined");
+      "execution_step[0].network[0]: net \"inner\" is not defined");
 }
 
 TEST(PlanJson, EmptyListsStaySet) {
@@ -225,9 +225,8 @@ TEST(PlanJson, EmptyListsStaySet) {
   op.arg.push_back(make_arg("n", std::vector<NetDef>{}));
   op.arg.push_back(make_arg("e", std::string()));
   std::string text = to_json(op, -1);
-  EXPECT_EQ(text,
-            R"({"type":"T","arg":[{"name":"i","ints":[]},{"name":"f","floats":[]},{"name":"s","strings":[]},)"
-            R"({"name":"n","nets":[]},{"name":"e","s":""}]})");
+  EXPECT_EQ(text, R"({"type":"T","arg":[{"name":"i","ints":[]},{"name":"f","floats":[]},{"name":"s","strings":[]},)"
+                  R"({"name":"n","nets":[]},{"name":"e","s":""}]})");
   OperatorDef back = operator_from_json(text);
   EXPECT_EQ(back, op);
   EXPECT_TRUE(back.arg[0].ints.has_value());
@@ -283,8 +282,9 @@ TEST(PlanJson, CallableCannotBeSerialised) {
 }
 
 TEST(PlanJsonErrors, CallableCannotBeLoaded) {
-  EXPECT_STARTS_WITH(plan_error(R"({"network":[{"name":"n","op":[{"type":"Callable","arg":[{"name":"token","i":1}]}]}]})"),
-                     "network[0].op[0].type: \"Callable\" operators hold a C++ callable");
+  EXPECT_STARTS_WITH(
+      plan_error(R"({"network":[{"name":"n","op":[{"type":"Callable","arg":[{"name":"token","i":1}]}]}]})"),
+      "network[0].op[0].type: \"Callable\" operators hold a C++ callable");
 }
 
 TEST(PlanJson, InvalidUtf8CannotBeSerialised) {
@@ -350,7 +350,8 @@ TEST(PlanJsonErrors, UndefinedNet) {
   EXPECT_STARTS_WITH(plan_error(R"({"network":[{"name":"x"}],"execution_step":[{"network":["y"]}]})"),
                      "execution_step[0].network[0]: net \"y\" is not defined in this plan's \"network\"");
   EXPECT_STARTS_WITH(
-      plan_error(R"({"network":[{"name":"x"}],"execution_step":[{"substep":[{"network":["x"]},{"network":["x","z"]}]}]})"),
+      plan_error(
+          R"({"network":[{"name":"x"}],"execution_step":[{"substep":[{"network":["x"]},{"network":["x","z"]}]}]})"),
       "execution_step[0].substep[1].network[1]: net \"z\" is not defined");
   EXPECT_STARTS_WITH(
       plan_error(
@@ -417,8 +418,9 @@ TEST(PlanJsonErrors, WrongTypes) {
                      "network[0].op[0]: expected an object, got \"Add\"");
   EXPECT_STARTS_WITH(plan_error(R"({"network":[{"name":"a","num_workers":2147483648}]})"),
                      "network[0].num_workers: 2147483648 is out of range for a 32-bit integer");
-  EXPECT_STARTS_WITH(plan_error(R"({"network":[{"name":"a","op":[{"type":"T","arg":[{"name":"v","f":"nan"}]}]}]})"),
-                     "network[0].op[0].arg[0].f: expected a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got \"nan\"");
+  EXPECT_STARTS_WITH(
+      plan_error(R"({"network":[{"name":"a","op":[{"type":"T","arg":[{"name":"v","f":"nan"}]}]}]})"),
+      "network[0].op[0].arg[0].f: expected a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got \"nan\"");
   EXPECT_STARTS_WITH(
       plan_error(R"({"network":[{"name":"a","op":[{"type":"T","arg":[{"name":"v","ints":[1,2.5]}]}]}]})"),
       "network[0].op[0].arg[0].ints[1]: expected an integer, got 2.5");

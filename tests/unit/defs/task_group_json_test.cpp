@@ -1,8 +1,8 @@
 // JSON of compiled TaskGroups: lossless round trip, validation paths through nodes and their plans.
 #include <gtest/gtest.h>
 
-#include "moka/defs/json.h"
 #include "moka/core/error.h"
+#include "moka/defs/json.h"
 
 namespace moka {
 namespace {
@@ -43,7 +43,8 @@ TEST(TaskGroupJson, RoundTripIsLossless) {
 }
 
 TEST(TaskGroupJson, ErrorsNameTheirPath) {
-  EXPECT_EQ(error_of(R"({"name": "x"})").rfind("nodes: missing field \"nodes\"", 0), 0u) << error_of(R"({"name": "x"})");
+  EXPECT_EQ(error_of(R"({"name": "x"})").rfind("nodes: missing field \"nodes\"", 0), 0u)
+      << error_of(R"({"name": "x"})");
   const std::string dup = error_of(R"({"nodes": [{"node": "a"}, {"node": "a"}]})");
   EXPECT_EQ(dup.rfind("nodes[1].node: duplicate node \"a\"", 0), 0u) << dup;
   const std::string unknown = error_of(R"({"nodes": [{"node": "a", "plans": {}}]})");

@@ -73,8 +73,8 @@ TEST(CheckpointDir, ACopiedDirectoryResumesFromItsOwnFilesAndRetentionStaysInsid
   const auto before = files_of_a();
   // B resumes from epoch 3 with --keep-last 2: it deletes its own old epochs, none of A's.
   NodeWorkspaces nodes;
-  const JobRunResult r = run_job(small_job(5), nodes,
-                                 {.checkpoint_dir = b, .resume_from_epoch = 3, .retention = {.keep_last = 2}});
+  const JobRunResult r =
+      run_job(small_job(5), nodes, {.checkpoint_dir = b, .resume_from_epoch = 3, .retention = {.keep_last = 2}});
   EXPECT_EQ(r.resumed_from, 3);
   EXPECT_EQ(committed_epochs(b), (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(files_of_a(), before);
@@ -179,7 +179,8 @@ TEST(CheckpointDir, AResumeWithAnotherDbTypeIsRefusedAndLosesNothing) {
   const auto before = committed_epochs(dir.path());
   for (const auto& resume : {std::optional<int64_t>(2), std::optional<int64_t>()}) {
     const std::string why = message_of<InvalidInput>([&] {
-      run_to_end(small_job(3), dir.path(), {.db_type = "minidb", .resume_from_epoch = resume, .resume_latest = !resume});
+      run_to_end(small_job(3), dir.path(),
+                 {.db_type = "minidb", .resume_from_epoch = resume, .resume_latest = !resume});
     });
     EXPECT_NE(why.find("'lmdb', not 'minidb'"), std::string::npos) << why;
     EXPECT_EQ(committed_epochs(dir.path()), before);
@@ -219,11 +220,13 @@ TEST(CheckpointDir, WhenNoCommittedEpochVerifiesResumeLatestRefusesAndSaysWhy) {
   TempDir dir;
   run_to_end(small_job(2), dir.path());
   for (int64_t e = 0; e <= 2; ++e) fs::resize_file(fs::path(dir.path()) / fmt::format("trainer.{}", e), 10);
-  const std::string why = message_of<InvalidInput>([&] { run_to_end(small_job(2), dir.path(), {.resume_latest = true}); });
+  const std::string why =
+      message_of<InvalidInput>([&] { run_to_end(small_job(2), dir.path(), {.resume_latest = true}); });
   EXPECT_NE(why.find("3 committed epoch(s) and none of them verifies"), std::string::npos) << why;
   EXPECT_NE(why.find("epoch 0:"), std::string::npos) << why;
   EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 1, 2}));
-  const JobRunResult r = run_to_end(small_job(2), dir.path(), {.resume_latest = true, .existing = ExistingCheckpoints::discard});
+  const JobRunResult r =
+      run_to_end(small_job(2), dir.path(), {.resume_latest = true, .existing = ExistingCheckpoints::discard});
   EXPECT_FALSE(r.resumed_from.has_value());
   verify_checkpoint(dir.path(), 2);
 }
@@ -253,7 +256,8 @@ TEST(CheckpointDir, ATruncatedLmdbCheckpointIsANamedErrorAndResumeFallsBack) {
   const fs::path data = fs::path(dir.path()) / "trainer.3" / "data.mdb";
   ASSERT_GT(fs::file_size(data), 16384u);
   fs::resize_file(data, 16384);
-  const std::string why = message_of<CorruptData>([&] { digest_db("lmdb", (fs::path(dir.path()) / "trainer.3").string()); });
+  const std::string why =
+      message_of<CorruptData>([&] { digest_db("lmdb", (fs::path(dir.path()) / "trainer.3").string()); });
   EXPECT_NE(why.find("is truncated"), std::string::npos) << why;
   EXPECT_THROW(run_to_end(small_job(3, 200000), dir.path(), {.resume_from_epoch = 3}), CorruptData);
   // A plan's Load of that DB: the same named error.

@@ -39,7 +39,8 @@ void commit_epochs(const TempDir& dir, const std::string& type, int64_t n) {
   for (int64_t e = 0; e < n; ++e) {
     write_db(type, node_db(dir, "trainer_0", e), e);
     write_db(type, node_db(dir, "reader", e), e + 100);
-    commit_checkpoint(dir.path(), e, type, {{"trainer_0", node_db(dir, "trainer_0", e)}, {"reader", node_db(dir, "reader", e)}});
+    commit_checkpoint(dir.path(), e, type,
+                      {{"trainer_0", node_db(dir, "trainer_0", e)}, {"reader", node_db(dir, "reader", e)}});
   }
 }
 
@@ -67,8 +68,9 @@ TEST(UncommitCheckpoint, RemovesTheManifestAndFailsNamingOneItCannotRemove) {
     uncommit_checkpoint(dir.path(), 5);
     FAIL() << "an unremovable manifest was reported as uncommitted";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot uncommit checkpoint epoch 5: removing " + manifest_path(dir.path(), 5)),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot uncommit checkpoint epoch 5: removing " + manifest_path(dir.path(), 5)),
+        std::string::npos)
         << e.what();
   }
 }
@@ -141,7 +143,7 @@ TEST(CheckpointManifest, BitFlipAndTruncationInMinidbNameTheFile) {
 TEST(CheckpointManifest, UncommittedEpochsDoNotExist) {
   TempDir dir;
   commit_epochs(dir, "minidb", 2);
-  write_db("minidb", node_db(dir, "trainer_0", 2), 2);  // saved, crash before the manifest
+  write_db("minidb", node_db(dir, "trainer_0", 2), 2);                      // saved, crash before the manifest
   std::ofstream(dir.path() + "/moka-manifest.3.json.tmp-0000abcd") << "{";  // torn temporary manifest
   std::ofstream(dir.path() + "/moka-manifest.007.json") << "{}";            // not a canonical name
   EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 1}));

@@ -79,8 +79,8 @@ TEST(RunJob, ResumeFromEveryEpochEndsWithTheSameBlobs) {
       run_job(small_job(5), first, {.checkpoint_dir = dir.path(), .background_save = background});
       forget_after(dir.path(), k);
       NodeWorkspaces resumed;
-      const JobRunResult r =
-          run_job(small_job(5), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true, .background_save = background});
+      const JobRunResult r = run_job(
+          small_job(5), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true, .background_save = background});
       ASSERT_EQ(r.resumed_from, std::optional<int64_t>(k));
       EXPECT_EQ(r.last_epoch, 5);  // decision 13: resuming the final epoch runs no extra epoch
       EXPECT_TRUE(all_blobs(resumed) == expected);
@@ -226,7 +226,8 @@ TEST(RunJob, ACheckpointDirectoryThatCannotBeCreatedIsNamed) {
     FAIL() << "a checkpoint directory under a regular file";
   } catch (const RuntimeError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(fmt::format("cannot create checkpoint directory '{}/ckpt/deeper': {} exists and is not a directory", file, file)),
+    EXPECT_NE(what.find(fmt::format(
+                  "cannot create checkpoint directory '{}/ckpt/deeper': {} exists and is not a directory", file, file)),
               std::string::npos)
         << what;
   }
@@ -250,7 +251,8 @@ TEST(RunJob, TruncatedCheckpointFailsExplicitResumeNamingTheFile) {
 TEST(RunJob, RetentionKeepsTheNewestCheckpoints) {
   TempDir dir;
   NodeWorkspaces nodes;
-  const JobRunResult r = run_job(small_job(6), nodes, {.checkpoint_dir = dir.path(), .retention = {.keep_last = 2, .keep_every = 4}});
+  const JobRunResult r =
+      run_job(small_job(6), nodes, {.checkpoint_dir = dir.path(), .retention = {.keep_last = 2, .keep_every = 4}});
   EXPECT_EQ(committed_epochs(dir.path()), (std::vector<int64_t>{0, 4, 5, 6}));
   EXPECT_EQ(r.deleted_epochs, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_FALSE(fs::exists(dir.path() + "/trainer.1"));
@@ -442,7 +444,8 @@ TEST(JobDefJson, RoundTripsAndNamesThePathOfProblems) {
       {R"({"epoch_group": {"nodes": []}, "stop_conditions": [{"node": "a"}]})", "stop_conditions[0]"},
       {R"({"epoch_group": {"nodes": []}, "nodes_to_checkpoint": ["a", "a"]})", "nodes_to_checkpoint"},
       {R"({"epoch_group": {"nodes": []}, "epochs": 3})", "epochs"},
-      {R"({"epoch_group": {"nodes": []}, "exit_group": {"nodes": [{"node": "a", "plan": {"execution_step": [{"name": "s", "network": ["missing"]}]}}]}})", "exit_group.nodes[0]"},
+      {R"({"epoch_group": {"nodes": []}, "exit_group": {"nodes": [{"node": "a", "plan": {"execution_step": [{"name": "s", "network": ["missing"]}]}}]}})",
+       "exit_group.nodes[0]"},
   };
   for (const auto& [text, where] : bad) {
     try {

@@ -21,7 +21,8 @@ std::string nested_step(int depth) {
   if (depth == 0) return R"({"name": "leaf", "create_workspace": true, "network": ["bad"]})";
   const std::string d = std::to_string(depth);
   return R"({"name": "l)" + d + R"(", "concurrent_substeps": true, "num_concurrent_instances": 2, "substep": [)" +
-         nested_step(depth - 1) + R"(, {"name": "side)" + d + R"(", "create_workspace": true, "network": ["ok"], "num_iter": 3}]})";
+         nested_step(depth - 1) + R"(, {"name": "side)" + d +
+         R"(", "create_workspace": true, "network": ["ok"], "num_iter": 3}]})";
 }
 
 PlanDef nested_plan(int depth) {
@@ -31,7 +32,8 @@ PlanDef nested_plan(int depth) {
         {"type": "GivenTensorInt64Fill", "output": ["a"], "arg": [{"name": "values", "ints": [7]}]},
         {"type": "GivenTensorInt64Fill", "output": ["z"], "arg": [{"name": "values", "ints": [0]}]},
         {"type": "Div", "input": ["a", "z"], "output": ["q"]}]}],
-    "execution_step": [)" + nested_step(depth) + "]}");
+    "execution_step": [)" +
+                        nested_step(depth) + "]}");
 }
 
 std::string error_of(const PlanDef& plan, Concurrency concurrency) {

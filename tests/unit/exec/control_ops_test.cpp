@@ -118,8 +118,8 @@ TEST(ControlOps, RegisteredWithSchemas) {
 TEST(ControlOps, IfRunsThenOrElse) {
   Workspace ws;
   set_bool(ws, "c", true);
-  auto* n = create_net(ws, net("outer", {if_op("c", {}, {"r"}, net("then", {i64_const("r", 1)}),
-                                              net("else", {i64_const("r", 2)}))}));
+  auto* n = create_net(
+      ws, net("outer", {if_op("c", {}, {"r"}, net("then", {i64_const("r", 1)}), net("else", {i64_const("r", 2)}))}));
   n->run();
   EXPECT_EQ(get_i64(ws, "r"), 1);
   set_bool(ws, "c", false);
@@ -170,14 +170,14 @@ TEST(ControlOps, IfConditionMustBeScalarBool) {
 TEST(ControlOps, IfArgumentErrors) {
   Workspace ws;
   set_bool(ws, "c", true);
-  std::string msg =
-      error_of<InvalidInput>([&] { create_net(ws, net("outer", {make_op("If", {"c"}, {}, {})})); });
+  std::string msg = error_of<InvalidInput>([&] { create_net(ws, net("outer", {make_op("If", {"c"}, {}, {})})); });
   EXPECT_NE(msg.find("net \"outer\" > operator #0 (If)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("then_net"), std::string::npos) << msg;
   msg = error_of<InvalidInput>(
       [&] { create_net(ws, net("outer2", {make_op("If", {"c"}, {}, {make_arg("then_net", int64_t{1})})})); });
   EXPECT_NE(msg.find("then_net"), std::string::npos) << msg;
-  msg = error_of<InvalidInput>([&] { create_net(ws, net("outer3", {make_op("If", {}, {}, {make_arg("then_net", net("t", {}))})})); });
+  msg = error_of<InvalidInput>(
+      [&] { create_net(ws, net("outer3", {make_op("If", {}, {}, {make_arg("then_net", net("t", {}))})})); });
   EXPECT_NE(msg.find("operator #0 (If)"), std::string::npos) << msg;
 }
 
@@ -195,9 +195,9 @@ TEST(ControlOps, IfErrorNamesTheIfAndTheInnerNet) {
   Workspace ws;
   set_bool(ws, "c", true);
   ws.create_blob("empty");
-  auto* n = create_net(ws, net("outer", {i64_const("a", 1), i64_const("b", 2), i64_const("one", 1),
-                                         if_op("c", {"empty", "one"}, {"z"},
-                                               net("then", {make_op("Add", {"empty", "one"}, {"z"})}))}));
+  auto* n = create_net(
+      ws, net("outer", {i64_const("a", 1), i64_const("b", 2), i64_const("one", 1),
+                        if_op("c", {"empty", "one"}, {"z"}, net("then", {make_op("Add", {"empty", "one"}, {"z"})}))}));
   std::string msg = error_of<TypeError>([&] { n->run(); });
   EXPECT_EQ(msg.rfind("net \"outer\" > operator #3 (If) > net \"then\" > operator #0 (Add): ", 0), 0u) << msg;
 }
@@ -257,12 +257,13 @@ TEST(ControlOps, WhileErrors) {
   set_bool(ws, "b", true);
   ws.create_blob("empty");
   set_i64(ws, "one", 1);
-  auto* failing = create_net(
-      ws, net("outer3", {while_op("b", {}, {}, net("body", {make_op("Add", {"empty", "one"}, {"z"})}))}));
+  auto* failing =
+      create_net(ws, net("outer3", {while_op("b", {}, {}, net("body", {make_op("Add", {"empty", "one"}, {"z"})}))}));
   msg = error_of<TypeError>([&] { failing->run(); });
   EXPECT_EQ(msg.rfind("net \"outer3\" > operator #0 (While) > net \"body\" > operator #0 (Add): ", 0), 0u) << msg;
   auto* failing_cond = create_net(
-      ws, net("outer4", {while_op("b", {}, {}, net("body", {}), net("cond", {make_op("Add", {"empty", "one"}, {"z"})}))}));
+      ws,
+      net("outer4", {while_op("b", {}, {}, net("body", {}), net("cond", {make_op("Add", {"empty", "one"}, {"z"})}))}));
   msg = error_of<TypeError>([&] { failing_cond->run(); });
   EXPECT_EQ(msg.rfind("net \"outer4\" > operator #0 (While) > net \"cond\" > operator #0 (Add): ", 0), 0u) << msg;
 }
@@ -272,7 +273,8 @@ TEST(ControlOps, WhileCancelEndsAnEndlessLoop) {
   set_bool(ws, "c", true);
   set_i64(ws, "i", 0);
   set_i64(ws, "one", 1);
-  auto* n = create_net(ws, net("outer", {while_op("c", {"i"}, {"i"}, net("body", {make_op("Add", {"i", "one"}, {"i"})}))}));
+  auto* n =
+      create_net(ws, net("outer", {while_op("c", {"i"}, {"i"}, net("body", {make_op("Add", {"i", "one"}, {"i"})}))}));
   std::string msg;
   std::thread t([&] { msg = error_of<Cancelled>([&] { n->run(); }); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -305,9 +307,10 @@ TEST(ControlOps, WhileCancelReachesTheBody) {
 TEST(ControlOps, CreateScopeAndHasScope) {
   Workspace ws;
   set_i64(ws, "x", 1);
-  auto* n = create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}), make_op("HasScope", {"s"}, {"h0"}),
-                                         do_op({"x"}, {}, "s", net("body", {make_op("Copy", {"x"}, {"t"})}), {"x"}, {0}),
-                                         make_op("HasScope", {"s"}, {"h1"})}));
+  auto* n =
+      create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}), make_op("HasScope", {"s"}, {"h0"}),
+                                   do_op({"x"}, {}, "s", net("body", {make_op("Copy", {"x"}, {"t"})}), {"x"}, {0}),
+                                   make_op("HasScope", {"s"}, {"h1"})}));
   n->run();
   EXPECT_FALSE(ws.blob("h0").get<Tensor>().item<bool>());
   EXPECT_TRUE(ws.blob("h1").get<Tensor>().item<bool>());
@@ -333,8 +336,8 @@ TEST(ControlOps, DoForwardsBlobsAndKeepsLocalsInside) {
   set_i64(ws, "y", 0);
   auto body = net("body", {i64_const("tmp", 10), make_op("Add", {"in_x", "tmp"}, {"out_y"})});
   // The child workspace lives as long as the Do operator (create_net keeps the net in ws).
-  create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}),
-                               do_op({"x"}, {"y"}, "s", body, {"in_x", "out_y"}, {0, 1})}))
+  create_net(
+      ws, net("outer", {make_op("CreateScope", {}, {"s"}), do_op({"x"}, {"y"}, "s", body, {"in_x", "out_y"}, {0, 1})}))
       ->run();
   EXPECT_EQ(get_i64(ws, "y"), 15);
   EXPECT_FALSE(ws.has_blob("tmp"));
@@ -353,8 +356,9 @@ TEST(ControlOps, DoNetSeesOnlyForwardedBlobs) {
   set_i64(ws, "secret", 1);
   set_i64(ws, "y", 0);
   std::string msg = error_of<InvalidInput>([&] {
-    create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}),
-                                 do_op({}, {"y"}, "s", net("body", {make_op("Copy", {"secret"}, {"y"})}), {"y"}, {0})}));
+    create_net(ws,
+               net("outer", {make_op("CreateScope", {}, {"s"}),
+                             do_op({}, {"y"}, "s", net("body", {make_op("Copy", {"secret"}, {"y"})}), {"y"}, {0})}));
   });
   EXPECT_NE(msg.find("net \"outer\" > operator #1 (Do) > net \"body\" > operator #0 (Copy)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("non-existing input blob: secret"), std::string::npos) << msg;
@@ -384,8 +388,8 @@ TEST(ControlOps, DoReuseWorkspaceKeepsLocals) {
   Workspace ws;
   set_bool(ws, "c", true);
   set_i64(ws, "y", 0);
-  auto do_def = do_op({"c"}, {"y"}, "s", conditional_local_body(), {"cond", "out"}, {0, 1},
-                      {make_arg("reuse_workspace", true)});
+  auto do_def =
+      do_op({"c"}, {"y"}, "s", conditional_local_body(), {"cond", "out"}, {0, 1}, {make_arg("reuse_workspace", true)});
   auto* n = create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}), do_def}));
   auto* just_do = create_net(ws, net("only_do", {do_def}));
   n->run();
@@ -409,10 +413,11 @@ TEST(ControlOps, DoReuseWorkspaceSharesTheScopeBetweenDoOps) {
   EXPECT_FALSE(ws.has_blob("shared_loc"));
   // A reusing Do that binds a name the shared workspace uses for something else is refused.
   set_i64(ws, "z", 0);
-  auto clash = do_op({}, {"z"}, "s", net("r2", {make_op("Copy", {"shared_loc"}, {"shared_loc2"})}), {"shared_loc"},
-                     {0}, {make_arg("reuse_workspace", true)});
-  std::string msg = error_of<InvalidInput>(
-      [&] { run_net_once(ws, net("outer2", {make_op("CreateScope", {}, {"s"}), writer, clash})); });
+  auto clash = do_op({}, {"z"}, "s", net("r2", {make_op("Copy", {"shared_loc"}, {"shared_loc2"})}), {"shared_loc"}, {0},
+                     {make_arg("reuse_workspace", true)});
+  std::string msg = error_of<InvalidInput>([&] {
+    run_net_once(ws, net("outer2", {make_op("CreateScope", {}, {"s"}), writer, clash}));
+  });
   EXPECT_NE(msg.find("operator #2 (Do): Do: cannot reuse the scope's workspace: inner blob \"shared_loc\" is a local "
                      "blob there"),
             std::string::npos)
@@ -433,7 +438,8 @@ TEST(ControlOps, DoBindingErrors) {
     return make_op("Do", std::move(ins), std::move(outs), std::move(args));
   };
   const std::vector<Case> cases = {
-      {do_op({"a"}, {}, "s", body, {"x", "y"}, {0}), "different inner/outer blobs lengths (2 inner_blobs, 1 outer_blobs_idx)"},
+      {do_op({"a"}, {}, "s", body, {"x", "y"}, {0}),
+       "different inner/outer blobs lengths (2 inner_blobs, 1 outer_blobs_idx)"},
       {do_op({"a"}, {}, "s", body, {"x"}, {1}), "outer blob index (1, inner name: \"x\") is out of bounds [0, 0]"},
       {do_op({"a"}, {}, "s", body, {"x"}, {-1}), "out of bounds"},
       {do_op({"a", "b"}, {}, "s", body, {"x", "x"}, {0, 1}), "redefinition of inner blob \"x\""},
@@ -444,8 +450,8 @@ TEST(ControlOps, DoBindingErrors) {
       {do_op({}, {"b", "b"}, "s", body, {"x"}, {0}), "Duplicate output blobs"},
       {do_op({}, {}, "s", body, {}, {}, {make_arg("reuse_workspace", true), make_arg("copy_external_blobs", true)}),
        "Reuse workspace and copy external blobs simultaneously"},
-      {with_ends({}, {"s"}, {}), "Do"},                  // no input at all: arity
-      {make_op("Do", {"s"}, {"s"}, {}), "\"net\""},      // missing net
+      {with_ends({}, {"s"}, {}), "Do"},              // no input at all: arity
+      {make_op("Do", {"s"}, {"s"}, {}), "\"net\""},  // missing net
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::string msg = error_of<InvalidInput>([&] {
@@ -476,7 +482,8 @@ TEST(ControlOps, DoErrorNamesTheDoAndTheInnerNet) {
   ws.create_blob("empty");
   set_i64(ws, "one", 1);
   auto body = net("body", {i64_const("k", 1), make_op("Add", {"e", "k"}, {"z"})});
-  auto* n = create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}), do_op({"empty"}, {}, "s", body, {"e"}, {0})}));
+  auto* n =
+      create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}), do_op({"empty"}, {}, "s", body, {"e"}, {0})}));
   std::string msg = error_of<TypeError>([&] { n->run(); });
   EXPECT_EQ(msg.rfind("net \"outer\" > operator #1 (Do) > net \"body\" > operator #1 (Add): ", 0), 0u) << msg;
 }
@@ -489,8 +496,8 @@ TEST(ControlOps, NestedErrorNamesEveryLevel) {
   set_i64(ws, "z", 0);
   auto branch = net("then", {make_op("Add", {"e", "e"}, {"out"})});
   auto do_then = net("do_then_net", {do_op({"empty"}, {"z"}, "s", branch, {"e", "out"}, {0, 1})});
-  auto* n = create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}),
-                                         if_op("c", {"empty", "s"}, {"z", "s"}, do_then)}));
+  auto* n = create_net(
+      ws, net("outer", {make_op("CreateScope", {}, {"s"}), if_op("c", {"empty", "s"}, {"z", "s"}, do_then)}));
   std::string msg = error_of<TypeError>([&] { n->run(); });
   EXPECT_EQ(msg.rfind("net \"outer\" > operator #1 (If) > net \"do_then_net\" > operator #0 (Do) > net \"then\" > "
                       "operator #0 (Add): ",
@@ -524,9 +531,9 @@ TEST(ControlOps, DoInsideWhileReusesItsWorkspace) {
     auto body = net("body", {i64_const("one", 1), make_op("Add", {"i", "one"}, {"i"}),
                              make_op("Add", {"sum", "i"}, {"sum"}), make_op("LT", {"i", "limit"}, {"c"})});
     auto do_body = do_op({"i", "sum", "n"}, {"i", "sum", "c"}, "s", body, {"i", "sum", "limit", "c"}, {0, 1, 2, 5});
-    auto* outer = create_net(ws, net("outer", {make_op("CreateScope", {}, {"s"}),
-                                               while_op("c", {"i", "sum", "n", "s"}, {"i", "sum", "c", "s"},
-                                                        net("loop", {do_body}))}));
+    auto* outer = create_net(
+        ws, net("outer", {make_op("CreateScope", {}, {"s"}),
+                          while_op("c", {"i", "sum", "n", "s"}, {"i", "sum", "c", "s"}, net("loop", {do_body}))}));
     outer->run();
     *live_inside = live_workspaces();
     *locals = ws.blob("s").get<WorkspaceStack>().current_workspace()->local_blobs();
@@ -557,10 +564,11 @@ TEST(ControlOps, WhileLoopsInConcurrentSubsteps) {
                                  make_op("Add", {"y", "x"}, {"y"}), make_op("LT", {"x", "lim"}, {"c"})});
     auto do_body = do_op({p + "x", p + "y", p + "lim"}, {p + "x", p + "y", p + "c"}, p + "scope", body,
                          {"x", "y", "lim", "c"}, {0, 1, 2, 5});
-    plan.network.push_back(net(p + "net", {i64_const(p + "x", 0), i64_const(p + "y", 0), i64_const(p + "lim", 500 + k),
-                                           bool_const(p + "c", true), make_op("CreateScope", {}, {p + "scope"}),
-                                           while_op(p + "c", {p + "x", p + "y", p + "lim", p + "scope"},
-                                                    {p + "x", p + "y", p + "c", p + "scope"}, net(p + "loop", {do_body}))}));
+    plan.network.push_back(
+        net(p + "net", {i64_const(p + "x", 0), i64_const(p + "y", 0), i64_const(p + "lim", 500 + k),
+                        bool_const(p + "c", true), make_op("CreateScope", {}, {p + "scope"}),
+                        while_op(p + "c", {p + "x", p + "y", p + "lim", p + "scope"},
+                                 {p + "x", p + "y", p + "c", p + "scope"}, net(p + "loop", {do_body}))}));
     ExecutionStepDef sub;
     sub.name = p + "step";
     sub.network = {p + "net"};
@@ -585,10 +593,11 @@ TEST(ControlOps, FailureCancelsASiblingWhile) {
   Workspace ws;
   PlanDef plan;
   plan.name = "cancel_while";
-  plan.network.push_back(net("spin", {bool_const("c", true), i64_const("i", 0), i64_const("one", 1),
-                                      while_op("c", {"i", "one"}, {"i"}, net("spin_body", {make_op("Add", {"i", "one"}, {"i"})}))}));
-  plan.network.push_back(net("fail", {make_op("SleepMs", {}, {}, {make_arg("ms", int64_t{20})}),
-                                      make_op("ThrowStd", {}, {})}));
+  plan.network.push_back(
+      net("spin", {bool_const("c", true), i64_const("i", 0), i64_const("one", 1),
+                   while_op("c", {"i", "one"}, {"i"}, net("spin_body", {make_op("Add", {"i", "one"}, {"i"})}))}));
+  plan.network.push_back(
+      net("fail", {make_op("SleepMs", {}, {}, {make_arg("ms", int64_t{20})}), make_op("ThrowStd", {}, {})}));
   register_test_ops();
   ExecutionStepDef parallel;
   parallel.name = "parallel";
@@ -607,8 +616,8 @@ TEST(ControlOps, FailureCancelsASiblingWhile) {
 TEST(ControlOps, PlanJsonRoundTripWithNestedNets) {
   PlanDef plan;
   plan.name = "json";
-  plan.network.push_back(net("n", {bool_const("c", true),
-                                   if_op("c", {}, {"r"}, net("then", {i64_const("r", 1)}), net("else", {i64_const("r", 2)}))}));
+  plan.network.push_back(net("n", {bool_const("c", true), if_op("c", {}, {"r"}, net("then", {i64_const("r", 1)}),
+                                                                net("else", {i64_const("r", 2)}))}));
   ExecutionStepDef s;
   s.name = "s";
   s.network = {"n"};

@@ -18,8 +18,10 @@ const char* kPlan = R"({"network": [{"name": "n", "op": [{"type": "ConstantFill"
 JobDef valid_job() {
   const std::string plan = kPlan;
   return job_from_json(R"({"name": "j",
-    "init_group": {"nodes": [{"node": "trainer", "plan": )" + plan + R"(}, {"node": "reader", "plan": )" + plan + R"(}]},
-    "epoch_group": {"nodes": [{"node": "trainer", "plan": )" + plan + R"(}]},
+    "init_group": {"nodes": [{"node": "trainer", "plan": )" +
+                       plan + R"(}, {"node": "reader", "plan": )" + plan + R"(}]},
+    "epoch_group": {"nodes": [{"node": "trainer", "plan": )" +
+                       plan + R"(}]},
     "stop_conditions": [{"node": "trainer", "blob": "done"}],
     "nodes_to_checkpoint": ["trainer", "reader"]})");
 }
@@ -58,7 +60,8 @@ TEST(JobCheck, AJobWithoutStopConditionsIsRefused) {
 TEST(JobCheck, AStopConditionMustNameANodeOfTheJob) {
   JobDef job = valid_job();
   job.stop_conditions.push_back({.node = "ghost", .blob = "done"});
-  EXPECT_EQ(job_error(job), "stop_conditions[1]: node \"ghost\" is in no group of the job (its nodes: \"trainer\", \"reader\")");
+  EXPECT_EQ(job_error(job),
+            "stop_conditions[1]: node \"ghost\" is in no group of the job (its nodes: \"trainer\", \"reader\")");
   job.stop_conditions[1] = {.node = "", .blob = "done"};
   EXPECT_EQ(job_error(job), "stop_conditions[1]: the node name is empty");
   job.stop_conditions[1] = {.node = "reader", .blob = ""};
@@ -71,7 +74,8 @@ TEST(JobCheck, AStopConditionMustNameANodeOfTheJob) {
 TEST(JobCheck, CheckpointedNodesMustExistOnce) {
   JobDef job = valid_job();
   job.nodes_to_checkpoint = {"trainer", "writer"};
-  EXPECT_EQ(job_error(job), "nodes_to_checkpoint[1]: node \"writer\" is in no group of the job (its nodes: \"trainer\", \"reader\")");
+  EXPECT_EQ(job_error(job),
+            "nodes_to_checkpoint[1]: node \"writer\" is in no group of the job (its nodes: \"trainer\", \"reader\")");
   job.nodes_to_checkpoint = {"trainer", "trainer"};
   EXPECT_EQ(job_error(job), "nodes_to_checkpoint[1]: node \"trainer\" is listed twice");
   job.nodes_to_checkpoint.clear();  // the default: init_group's nodes
@@ -80,7 +84,8 @@ TEST(JobCheck, CheckpointedNodesMustExistOnce) {
 
 TEST(JobCheck, ManyNodesAreListedShortly) {
   JobDef job = valid_job();
-  for (int i = 0; i < 20; ++i) job.download_group.nodes.push_back({.node = "n" + std::to_string(i), .plan = {}, .outputs = {}});
+  for (int i = 0; i < 20; ++i)
+    job.download_group.nodes.push_back({.node = "n" + std::to_string(i), .plan = {}, .outputs = {}});
   job.stop_conditions[0].node = "ghost";
   const std::string msg = job_error(job);
   EXPECT_NE(msg.find("\"n5\" and 14 more)"), std::string::npos) << msg;

@@ -36,9 +36,10 @@ std::string check_error(const PlanDef& plan) {
 }
 
 TEST(PlanCheckNestedNets, AnUnknownOperatorInANestedNetIsFound) {
-  EXPECT_EQ(check_error(plan_with(nested_if_net(3, R"([{"type": "Nope"}])"))),
-            "network[0] \"if3\" > operator #1 (If) > net \"if2\" > operator #1 (If) > net \"if1\" > operator #1 (If) > "
-            "net \"inner\" > operator #0 (Nope): unknown operator type \"Nope\" (`moka ops` lists the registered ones)");
+  EXPECT_EQ(
+      check_error(plan_with(nested_if_net(3, R"([{"type": "Nope"}])"))),
+      "network[0] \"if3\" > operator #1 (If) > net \"if2\" > operator #1 (If) > net \"if1\" > operator #1 (If) > "
+      "net \"inner\" > operator #0 (Nope): unknown operator type \"Nope\" (`moka ops` lists the registered ones)");
 }
 
 TEST(PlanCheckNestedNets, WrongArityInAWhileBodyIsFound) {

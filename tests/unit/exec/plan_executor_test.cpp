@@ -41,8 +41,8 @@ NetDef net(const std::string& name, std::vector<OperatorDef> ops) {
 }
 
 OperatorDef fill_i64(const std::string& out, int64_t v) {
-  return make_op("ConstantFill", {}, {out}, {make_arg("shape", std::vector<int64_t>{}), make_arg("value", v),
-                                            make_arg("dtype", int64_t{10})});
+  return make_op("ConstantFill", {}, {out},
+                 {make_arg("shape", std::vector<int64_t>{}), make_arg("value", v), make_arg("dtype", int64_t{10})});
 }
 OperatorDef fill_bool(const std::string& out, bool v) {
   return make_op("ConstantFill", {}, {out},
@@ -100,7 +100,8 @@ TEST_F(PlanExec, OnFibersALoopThatNeverWaitsLetsItsSiblingStopIt) {
     auto looper = step_with_nets("looper", {"spin"});
     looper.should_stop_blob = "stop";
     auto setter = step_with_nets("setter", {"set"});
-    auto both = looper_first ? step_with_substeps("both", {looper, setter}) : step_with_substeps("both", {setter, looper});
+    auto both =
+        looper_first ? step_with_substeps("both", {looper, setter}) : step_with_substeps("both", {setter, looper});
     both.concurrent_substeps = true;
     RunOptions o;
     o.concurrency = Concurrency::fibers;

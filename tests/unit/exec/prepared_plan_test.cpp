@@ -85,9 +85,9 @@ PlanDef count_plan(const std::string& name, int64_t step) {
   plan.name = name;
   NetDef init;
   init.name = "init";
-  init.op.push_back(make_op("ConstantFill", {}, {"one"},
-                            {make_arg("shape", std::vector<int64_t>{}), make_arg("value", step),
-                             make_arg("dtype", int64_t{10})}));
+  init.op.push_back(
+      make_op("ConstantFill", {}, {"one"},
+              {make_arg("shape", std::vector<int64_t>{}), make_arg("value", step), make_arg("dtype", int64_t{10})}));
   NetDef add;
   add.name = "add";
   add.op.push_back(make_op("Add", {"total", "one"}, {"total"}));
@@ -268,7 +268,7 @@ TEST(PreparedPlan, WorkspaceGenerationTracksBlobsNotNets) {
   EXPECT_GT(root.generation(), g0);
   EXPECT_GT(child.chain_generation(), c0);
   const uint64_t g1 = root.generation();
-  root.create_blob("a");  // exists: no change
+  root.create_blob("a");                                                   // exists: no change
   root.get_blob("a")->get_mutable<Tensor>() = Tensor::scalar<int64_t>(1);  // contents: no change
   EXPECT_EQ(root.generation(), g1);
   root.rename_blob("a", "b");

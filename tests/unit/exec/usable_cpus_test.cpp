@@ -15,7 +15,7 @@ TEST(UsableCpus, CgroupV2CpuMax) {
   EXPECT_EQ(cpu_limit_from_cpu_max("50000 100000\n"), 0.5);
   EXPECT_EQ(cpu_limit_from_cpu_max("150000 100000"), 1.5);
   EXPECT_EQ(cpu_limit_from_cpu_max("max 100000\n"), std::nullopt);  // no limit
-  EXPECT_EQ(cpu_limit_from_cpu_max(""), std::nullopt);               // no such file
+  EXPECT_EQ(cpu_limit_from_cpu_max(""), std::nullopt);              // no such file
   EXPECT_EQ(cpu_limit_from_cpu_max("100000"), std::nullopt);
   EXPECT_EQ(cpu_limit_from_cpu_max("0 100000"), std::nullopt);
   EXPECT_EQ(cpu_limit_from_cpu_max("50000 0"), std::nullopt);

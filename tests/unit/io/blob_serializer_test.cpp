@@ -152,7 +152,8 @@ TEST(BlobSerializer, BigChunksStreamInPiecesAndRepeatedLoadsAgree) {
 
 TEST(BlobSerializer, StringChunksRespectByteCap) {
   std::vector<std::string> vals;
-  for (int i = 0; i < 300; ++i) vals.push_back(std::string(static_cast<std::size_t>(i % 50), static_cast<char>('a' + i % 26)));
+  for (int i = 0; i < 300; ++i)
+    vals.push_back(std::string(static_cast<std::size_t>(i % 50), static_cast<char>('a' + i % 26)));
   Tensor t = Tensor::from_vector<std::string>({30, 10}, vals);
   expect_tensor_round_trip(t, {.chunk_size = 0, .max_chunk_bytes = 100});
   expect_tensor_round_trip(t, {.chunk_size = 17});
@@ -356,26 +357,27 @@ TEST(BlobSerializer, RegisteredUserType) {
   auto noop_ser = [](const UserStats&, std::string&) {};
   auto noop_de = [](std::string_view) { return std::make_unique<UserStats>(); };
   EXPECT_THROW(reg.register_serializer<UserStats>("test.Other", noop_ser, noop_de), InvalidInput);
-  EXPECT_THROW(reg.register_serializer<int>("test.UserStats", [](const int&, std::string&) {},
-                                            [](std::string_view) { return std::make_unique<int>(); }),
-               InvalidInput);
-  EXPECT_THROW(reg.register_serializer<int>("moka.Int", [](const int&, std::string&) {},
-                                            [](std::string_view) { return std::make_unique<int>(); }),
-               InvalidInput);
-  EXPECT_THROW(reg.register_serializer<int>("", [](const int&, std::string&) {},
-                                            [](std::string_view) { return std::make_unique<int>(); }),
+  EXPECT_THROW(
+      reg.register_serializer<int>(
+          "test.UserStats", [](const int&, std::string&) {}, [](std::string_view) { return std::make_unique<int>(); }),
+      InvalidInput);
+  EXPECT_THROW(
+      reg.register_serializer<int>(
+          "moka.Int", [](const int&, std::string&) {}, [](std::string_view) { return std::make_unique<int>(); }),
+      InvalidInput);
+  EXPECT_THROW(reg.register_serializer<int>(
+                   "", [](const int&, std::string&) {}, [](std::string_view) { return std::make_unique<int>(); }),
                InvalidInput);
 
   // A payload the type's reader refuses is CorruptData naming the blob.
   const std::string bytes = ser(b, "stats");
   ASSERT_TRUE(reg.unregister("test.UserStats"));
-  reg.register_serializer<UserStats>(
-      "test.UserStats", noop_ser, [](std::string_view in) {
-        PayloadReader r(in, "test.UserStats");
-        r.u64();
-        r.expect_end();  // too many bytes for this "version" of the reader
-        return std::make_unique<UserStats>();
-      });
+  reg.register_serializer<UserStats>("test.UserStats", noop_ser, [](std::string_view in) {
+    PayloadReader r(in, "test.UserStats");
+    r.u64();
+    r.expect_end();  // too many bytes for this "version" of the reader
+    return std::make_unique<UserStats>();
+  });
   std::string msg = expect_corrupt(bytes);
   EXPECT_NE(msg.find("\"stats\""), std::string::npos) << msg;
   EXPECT_NE(msg.find("unexpected bytes"), std::string::npos) << msg;

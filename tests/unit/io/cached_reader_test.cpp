@@ -29,8 +29,8 @@ std::vector<int64_t> iota_vec(int64_t from, int64_t n) {
 std::shared_ptr<Reader> source(LocalSession& session, int64_t from, int64_t n) {
   NameScope scope("src");
   schema::Struct values({{"label", schema::Scalar(Tensor::vector<int64_t>(iota_vec(from, n)))},
-                         {"name", schema::Scalar(Tensor::vector<std::string>(std::vector<std::string>(
-                                      static_cast<std::size_t>(n), "row")))}});
+                         {"name", schema::Scalar(Tensor::vector<std::string>(
+                                      std::vector<std::string>(static_cast<std::size_t>(n), "row")))}});
   Net init("src_init");
   Field blobs = schema::NewRecord(init, values);
   schema::FeedRecord(blobs, values, session.workspace());
@@ -71,7 +71,8 @@ class CachedReaderTest : public ::testing::TestWithParam<std::string> {
 TEST_P(CachedReaderTest, EveryBackendCachesAndOverwrites) {
   LocalSession session;
   const std::string db = dir_ + "/cache." + GetParam();
-  auto first = std::make_shared<CachedReader>(source(session, 0, 50), db, GetParam(), CachedReaderOptions{.batch_size = 7});
+  auto first =
+      std::make_shared<CachedReader>(source(session, 0, 50), db, GetParam(), CachedReaderOptions{.batch_size = 7});
   EXPECT_EQ(first->name(), "cache_db_file_reader");
   session.run(first->build_cache_step());
   EXPECT_TRUE(std::filesystem::exists(db));
@@ -103,8 +104,9 @@ TEST(CachedReaderErrors, BadArguments) {
             std::string::npos);
   EXPECT_NE(invalid_input([&] { CachedReader(nullptr, missing, "minidb"); }).find("original_reader can't be None"),
             std::string::npos);
-  EXPECT_NE(invalid_input([&] { CachedReader(source(session, 0, 1), missing, "minidb", {.batch_size = 0}); })
-                .find("batch_size must be > 0"),
+  EXPECT_NE(invalid_input([&] {
+              CachedReader(source(session, 0, 1), missing, "minidb", {.batch_size = 0});
+            }).find("batch_size must be > 0"),
             std::string::npos);
   // Given field names, the file is not needed until setup; read() before setup is refused.
   DBFileReader r(missing, "MiniDB", {.field_names = {"label"}});

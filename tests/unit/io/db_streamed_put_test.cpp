@@ -100,10 +100,10 @@ TEST_P(StreamedPut, CallsOutOfSequenceAreErrorsNamingTheOpenKey) {
   EXPECT_NE(error_of([&] { txn->end_put(); }).find("no put is open"), std::string::npos);
   txn->begin_put("open-key", 4);
   txn->put_part("ab");
-  for (const auto& [call, fn] : std::vector<std::pair<std::string, std::function<void()>>>{
-           {"begin_put", [&] { txn->begin_put("other", 1); }},
-           {"put", [&] { txn->put("other", "v"); }},
-           {"commit", [&] { txn->commit(); }}}) {
+  for (const auto& [call, fn] :
+       std::vector<std::pair<std::string, std::function<void()>>>{{"begin_put", [&] { txn->begin_put("other", 1); }},
+                                                                  {"put", [&] { txn->put("other", "v"); }},
+                                                                  {"commit", [&] { txn->commit(); }}}) {
     const std::string msg = error_of(fn);
     EXPECT_NE(msg.find(call), std::string::npos) << msg;
     EXPECT_NE(msg.find("'open-key' is still open (2 of 4 bytes"), std::string::npos) << msg;

@@ -84,7 +84,8 @@ class DbSuite : public ::testing::TestWithParam<std::string> {
 
 TEST_P(DbSuite, PutCommitAndReadBackManyKeys) {
   Entries want;
-  for (int i = 0; i < 500; ++i) want[fmt_key(i)] = i % 7 == 0 ? std::string() : bytes(static_cast<size_t>(i * 13 % 4000), i);
+  for (int i = 0; i < 500; ++i)
+    want[fmt_key(i)] = i % 7 == 0 ? std::string() : bytes(static_cast<size_t>(i * 13 % 4000), i);
   {
     auto db = open_db(type(), db_path(), DbMode::New);
     write_all(*db, want);
@@ -365,7 +366,9 @@ bool read_fails_naming(const std::string& path, const Entries& original) {
 class MiniDbDamage : public ::testing::Test {
  protected:
   void SetUp() override {
-    original_ = {{"alpha", "first value"}, {"beta", std::string(300, 'b')}, {"empty", ""},
+    original_ = {{"alpha", "first value"},
+                 {"beta", std::string(300, 'b')},
+                 {"empty", ""},
                  {std::string("k\0ey", 4), std::string("\0\1\2", 3)}};
     auto db = open_db("minidb", good_, DbMode::New);
     write_all(*db, original_);
@@ -417,7 +420,7 @@ TEST_F(MiniDbDamage, ErrorsNameTheRecord) {
     EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
   }
   c->seek("alpha");
-  EXPECT_EQ(c->value(), "first value");  // other records still read
+  EXPECT_EQ(c->value(), "first value");                               // other records still read
   EXPECT_THROW(open_db("minidb", bad_, DbMode::Write), CorruptData);  // appending verifies everything
 }
 
@@ -491,7 +494,7 @@ TEST(MiniDbCrash, AKilledWriterLeavesOnlyATmpFileAndTheOldDb) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_TRUE(fs::exists(fmt_tmp(path, child)));  // the crash debris...
+  EXPECT_TRUE(fs::exists(fmt_tmp(path, child)));                          // the crash debris...
   EXPECT_EQ(read_path("minidb", path), (Entries{{"old", "committed"}}));  // ...never shadows the DB
 }
 

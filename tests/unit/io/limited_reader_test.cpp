@@ -22,8 +22,8 @@ struct BadDuration {
 };
 
 std::vector<BadDuration> bad_durations() {
-  return {{kInf, "= inf"}, {-kInf, "= -inf"}, {kNaN, "= nan"}, {1e300, "= 1e+300"}, {-1.0, "= -1"},
-          {-1e-9, "= -1e-09"}, {9.3e9, "= 9300000000"}};
+  return {{kInf, "= inf"}, {-kInf, "= -inf"},   {kNaN, "= nan"},        {1e300, "= 1e+300"},
+          {-1.0, "= -1"},  {-1e-9, "= -1e-09"}, {9.3e9, "= 9300000000"}};
 }
 
 TEST(ReaderWithTimeLimit, NonFiniteAndHugeDurationsAreInvalidInput) {

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -232,8 +232,8 @@ TEST(MiniDbValueUnhashed, LoadRefusesByteFlipsInTheReadAheadOfTheNextRecord) {
   const size_t value_end = bytes.find("blob_c#%0MKBR") - 32;
   std::vector<size_t> flips;
   for (size_t i = record_at; i < value_at + 300; ++i) flips.push_back(i);  // headers, key, payload start
-  for (size_t i = value_end - 20; i < value_end; ++i) flips.push_back(i);   // payload end, checksum
-  flips.push_back(value_at + 4096 + 50);                                    // just past the prefix
+  for (size_t i = value_end - 20; i < value_end; ++i) flips.push_back(i);  // payload end, checksum
+  flips.push_back(value_at + 4096 + 50);                                   // just past the prefix
   for (size_t i : flips) {
     std::string damaged = bytes;
     damaged[i] = static_cast<char>(damaged[i] ^ 0x20);

@@ -249,7 +249,7 @@ TEST_F(ParallelLoad, PrefetcherHandsOutHelperRecordsInOrder) {
   auto db = open_db("minidb", path, DbMode::Read);
   ASSERT_TRUE(db->indexed());
   const auto all = [](std::string_view) { return true; };
-  EXPECT_EQ(detail::LoadPrefetcher::start(*db, all, 1, 0), nullptr);          // one thread: none
+  EXPECT_EQ(detail::LoadPrefetcher::start(*db, all, 1, 0), nullptr);                  // one thread: none
   EXPECT_EQ(detail::LoadPrefetcher::start(*db, all, 2, uint64_t{1} << 40), nullptr);  // too small
   auto prefetch = detail::LoadPrefetcher::start(*db, all, 2, 0);
   ASSERT_NE(prefetch, nullptr);
@@ -313,8 +313,7 @@ TEST_F(ParallelLoad, TooManyThreadsIsRefusedClearly) {
   EXPECT_EQ(most.error, "");
   EXPECT_EQ(most.blobs, load(spec, 1).blobs);
   const Outcome over = load(spec, kMaxLoadThreads + 1);
-  EXPECT_NE(over.error.find("load_threads must be at most 64 (0: automatic), got 65"), std::string::npos)
-      << over.error;
+  EXPECT_NE(over.error.find("load_threads must be at most 64 (0: automatic), got 65"), std::string::npos) << over.error;
   EXPECT_TRUE(over.blobs.empty());  // refused before any blob was created
 }
 

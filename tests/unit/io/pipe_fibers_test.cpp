@@ -13,21 +13,21 @@
 #include <set>
 #include <thread>
 
+#include "../../../src/exec/usable_cpus.h"
 #include "moka/moka.h"
 #include "moka/ops/blobs_queue.h"
 #include "support/one_cpu.h"
 #include "support/pipe_datasets.h"
 #include "support/run_expect_error.h"
-#include "../../../src/exec/usable_cpus.h"
 
 namespace moka {
 namespace {
 
 namespace ops = moka::ops;
-using schema::Field;
 using moka::testing::make_datasets;
 using moka::testing::run_expect_error;
 using moka::testing::vals;
+using schema::Field;
 
 // Threads the fiber-safe test operators ran on, and how many times they ran.
 std::mutex g_mu;
@@ -67,11 +67,13 @@ LocalSessionOptions with(Concurrency c) {
 }
 
 Processor copy_processor(const std::string& name) {
-  return Processor([](const Field& rec) {
-    Field out = schema::NewRecord(rec);
-    ops::op("FiberSafeCopy", {rec["val"]()}, {out["val"]()});
-    return out;
-  }, name);
+  return Processor(
+      [](const Field& rec) {
+        Field out = schema::NewRecord(rec);
+        ops::op("FiberSafeCopy", {rec["val"]()}, {out["val"]()});
+        return out;
+      },
+      name);
 }
 
 // src → FiberSafeCopy → queue(capacity) → FiberSafeCopy → dst, each pipe with `threads` runtime threads.

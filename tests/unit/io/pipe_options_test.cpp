@@ -80,10 +80,9 @@ TEST(PipeOptions, NameAndDefaultNames) {
     pipe(c.reader(), {.processor = ident});                      // the processor's name
     pipe(c.reader(), {.processor = ident, .name = "pn_given"});  // .name wins over the processor's
   });
-  EXPECT_EQ(task_names(tg),
-            (std::vector<std::string>{"local/pipe_from:DatasetReader", "local/pipe_into:DatasetWriter",
-                                      "local/pipe_into:Queue", "local/pipe_from:Queue", "local/pn_ident",
-                                      "local/pn_given"}));
+  EXPECT_EQ(task_names(tg), (std::vector<std::string>{"local/pipe_from:DatasetReader", "local/pipe_into:DatasetWriter",
+                                                      "local/pipe_into:Queue", "local/pipe_from:Queue",
+                                                      "local/pn_ident", "local/pn_given"}));
 }
 
 // The timer publishes `<node>/pipe/<name>/<input>/<output>` (ns) and `.../count` (batches; with no

@@ -50,19 +50,20 @@ TEST(Pipe, BuildTimeErrors) {
               "capacity would not be used.");
     EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.capacity = 0}); }).find("capacity must be > 0"),
               std::string::npos);
-    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.num_threads = -1}); }).find("must be >= 0"),
-              std::string::npos);
+    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.num_threads = -1}); }).find("must be >= 0"), std::string::npos);
     EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.num_runtime_threads = -1}); }),
               "pipe: num_threads (1) and num_runtime_threads (-1) must be >= 0");
     EXPECT_NE(
         invalid_input([&] { pipe_and_output(src.reader(), {.num_runtime_threads = -2}, {}); }).find("must be > 0"),
         std::string::npos);
     EXPECT_EQ(invalid_input([&] { pipe(ReaderSource(), {}); }), "in must be a reader, queue or stream.");
-    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 0}); })
-                  .find("output must not be given"),
+    EXPECT_NE(invalid_input([&] {
+                pipe(src.reader(), {.output = dst.writer(), .num_threads = 0});
+              }).find("output must not be given"),
               std::string::npos);
-    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.capacity = 5, .num_runtime_threads = 0}); })
-                  .find("so capacity would not be used."),
+    EXPECT_NE(invalid_input([&] {
+                pipe(src.reader(), {.capacity = 5, .num_runtime_threads = 0});
+              }).find("so capacity would not be used."),
               std::string::npos);
     EXPECT_NE(invalid_input([&] { pipe_and_output(src.reader(), {.num_threads = 0}, {}); }).find("must be > 0"),
               std::string::npos);
@@ -99,14 +100,12 @@ TEST(Pipe, ProcessorWithoutRecordRefusesOutputAndCapacity) {
     const std::string to_dataset =
         "pipe: the processor \"no_record\" returns no record, so output \"DatasetWriter\" would not be used.";
     EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .processor = no_record}); }), to_dataset);
-    EXPECT_EQ(invalid_input([&] {
-                pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = no_record});
-              }),
-              to_dataset);
+    EXPECT_EQ(
+        invalid_input([&] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = no_record}); }),
+        to_dataset);
     EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.output = q, .processor = no_record}); }),
               "pipe: the processor \"no_record\" returns no record, so output \"Queue\" would not be used.");
-    const std::string capacity =
-        "pipe: the processor \"no_record\" returns no record, so capacity would not be used.";
+    const std::string capacity = "pipe: the processor \"no_record\" returns no record, so capacity would not be used.";
     EXPECT_EQ(invalid_input([&] { pipe(src.reader(), {.processor = no_record, .capacity = 5}); }), capacity);
     EXPECT_EQ(invalid_input([&] {
                 pipe_and_output(src.reader(), {.processor = no_record, .capacity = 5}, {TaskOutput(BlobRef("x"))});
@@ -114,8 +113,9 @@ TEST(Pipe, ProcessorWithoutRecordRefusesOutputAndCapacity) {
               capacity);
     // A processor that returns nets only is the same case.
     const Processor nets_only([](const Field&) { return std::vector<Net>{Net("pnr_nets")}; }, "nets_only");
-    EXPECT_NE(invalid_input([&] { pipe(src.reader(), {.processor = nets_only, .capacity = 5}); })
-                  .find("\"nets_only\" returns no record, so capacity would not be used."),
+    EXPECT_NE(invalid_input([&] {
+                pipe(src.reader(), {.processor = nets_only, .capacity = 5});
+              }).find("\"nets_only\" returns no record, so capacity would not be used."),
               std::string::npos);
   });
   EXPECT_TRUE(tg.tasks().empty());
@@ -144,7 +144,8 @@ TEST(Pipe, GeneratedTaskAndQueue) {
   ReaderSource q;
   TaskGroup tg([&, src = src] {
     q = pipe(src.reader(), {.processor = Processor([](const Field& rec) { return rec; }, "ident"),
-                            .capacity = 7, .num_runtime_threads = 2});
+                            .capacity = 7,
+                            .num_runtime_threads = 2});
   });
   ASSERT_TRUE(q.pipe());
   auto queue = std::dynamic_pointer_cast<Queue>(q.pipe());
@@ -180,11 +181,14 @@ TEST(Pipe, StaticThreads) {
   LocalSession session;
   auto [src, dst] = make_datasets(session, 50, "ps");
   TaskGroup tg([&, src = src, dst = dst] {
-    ReaderSource q = pipe(src.reader(), {.num_threads = 3, .processor = Processor([](const Field& rec) {
-                                           Field out = schema::NewRecord(rec);
-                                           ops::Add({rec["val"](), rec["val"]()}, {out["val"]()});
-                                           return out;
-                                         }, "double")});
+    ReaderSource q = pipe(src.reader(), {.num_threads = 3,
+                                         .processor = Processor(
+                                             [](const Field& rec) {
+                                               Field out = schema::NewRecord(rec);
+                                               ops::Add({rec["val"](), rec["val"]()}, {out["val"]()});
+                                               return out;
+                                             },
+                                             "double")});
     pipe(q, {.output = dst.writer(), .num_threads = 2});
   });
   session.run(tg);
@@ -203,9 +207,8 @@ TEST(Pipe, NetProcessorClonesPerThread) {
   BlobRef ten = proc_net.Const(10);
   proc_net.op("Add", {in["val"](), ten}, {out["val"]()}, {{"broadcast", true}});
   auto np = std::make_shared<NetProcessor>(proc_net, in, out);
-  TaskGroup tg([&, src = src, dst = dst] {
-    pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = np});
-  });
+  TaskGroup tg(
+      [&, src = src, dst = dst] { pipe(src.reader(), {.output = dst.writer(), .num_threads = 2, .processor = np}); });
   session.run(tg);
   std::vector<int64_t> expected = iota(20, 10);
   EXPECT_EQ(sorted_vals(session, dst), expected);
@@ -216,8 +219,8 @@ TEST(Pipe, NetProcessorClonesPerThread) {
   Net li("pn_li");
   EXPECT_NE(invalid_input([&] { (*np)(in); }).find("cannot clone"), std::string::npos);
   EXPECT_NE(invalid_input([&] {
-              NetProcessor bad(proc_net, schema::from_blob_list(schema::Struct({{"zzz", schema::Scalar()}}), {"pn_in_val"}),
-                               out);
+              NetProcessor bad(proc_net,
+                               schema::from_blob_list(schema::Struct({{"zzz", schema::Scalar()}}), {"pn_in_val"}), out);
               bad(src.content());
             }).find("Schemas don't match"),
             std::string::npos);
@@ -229,10 +232,11 @@ TEST(Pipe, ProcessorStopIf) {
   auto [src, dst] = make_datasets(session, 10, "pst");
   TaskGroup tg([&, src = src, dst = dst] {
     pipe(src.reader(), {.output = dst.writer(), .processor = Processor([](const Field& rec) {
-                          ops::stop_if(ops::GE({rec["val"](), ops::Const(int64_t{5}, {.dtype = DType::Int64})},
-                                               {}, {{"broadcast", true}}));
-                          return rec;
-                        })});
+                                                  ops::stop_if(ops::GE(
+                                                      {rec["val"](), ops::Const(int64_t{5}, {.dtype = DType::Int64})},
+                                                      {}, {{"broadcast", true}}));
+                                                  return rec;
+                                                })});
   });
   session.run(tg);
   EXPECT_EQ(sorted_vals(session, dst), iota(5));
@@ -248,12 +252,14 @@ TEST(Pipe, ProcessorShouldStopAndNoRecord) {
   session.run(init);
   ReaderSource none;
   TaskGroup tg([&, src = src, dst = dst] {
-    pipe(src.reader(), {.output = dst.writer(), .processor = Processor([](const Field& rec) -> ProcessorOutput {
+    pipe(src.reader(), {.output = dst.writer(),
+                        .processor = Processor([](const Field& rec) -> ProcessorOutput {
                           BlobRef stop = ops::GE({rec["val"](), ops::Const(int64_t{3})}, {}, {{"broadcast", true}});
                           return {rec, stop};
                         })});
-    none = pipe(Dataset(src).reader({.cursor_name = "pns_c2"}),
-                {.processor = Processor([&](const Field& rec) { ops::Add({total, rec["val"]()}, {total}); })});
+    none = pipe(Dataset(src).reader({.cursor_name = "pns_c2"}), {.processor = Processor([&](const Field& rec) {
+                                                                   ops::Add({total, rec["val"]()}, {total});
+                                                                 })});
   });
   EXPECT_TRUE(none.empty());
   session.run(tg);
@@ -271,8 +277,9 @@ TEST(Pipe, PipeAndOutput) {
   session.run(init);
   PipeAndOutput po;
   TaskGroup tg([&, src = src] {
-    po = pipe_and_output(src.reader(),
-                         {.processor = Processor([&](const Field& rec) { ops::Add({total, rec["val"]()}, {total}); })},
+    po = pipe_and_output(src.reader(), {.processor = Processor([&](const Field& rec) {
+                                          ops::Add({total, rec["val"]()}, {total});
+                                        })},
                          {TaskOutput(total)});
   });
   ASSERT_EQ(po.outputs.size(), 1u);
@@ -288,12 +295,16 @@ TEST(Pipe, ExceptionMidStreamClosesQueuesAndFails) {
   std::shared_ptr<Queue> q = Queue::make(4, {.name = "pex_q"});
   std::atomic<int> seen{0};
   TaskGroup tg([&, src = src, dst = dst] {
-    pipe(src.reader(), {.output = q, .processor = Processor([&](const Field& rec) {
-                          ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
-                            if (++seen == 30) throw RuntimeError("processor failed on purpose");
-                          });
-                          return rec;
-                        }, "thrower"), .num_runtime_threads = 2});
+    pipe(src.reader(), {.output = q,
+                        .processor = Processor(
+                            [&](const Field& rec) {
+                              ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
+                                if (++seen == 30) throw RuntimeError("processor failed on purpose");
+                              });
+                              return rec;
+                            },
+                            "thrower"),
+                        .num_runtime_threads = 2});
     pipe(q, {.output = dst.writer(), .num_runtime_threads = 2});
   });
   EXPECT_TRUE(run_expect_error(session, tg, "processor failed on purpose"));
@@ -317,12 +328,15 @@ TEST(Pipe, ExceptionInTheMiddleStageClosesBothQueues) {
   std::atomic<int> seen{0};
   TaskGroup tg([&, src = src, dst = dst] {
     pipe(src.reader(), {.output = q1});
-    pipe(q1, {.output = q2, .processor = Processor([&](const Field& rec) {
-                ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
-                  if (++seen == 30) throw RuntimeError("middle stage failed on purpose");
-                });
-                return rec;
-              }, "middle")});
+    pipe(q1, {.output = q2,
+              .processor = Processor(
+                  [&](const Field& rec) {
+                    ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
+                      if (++seen == 30) throw RuntimeError("middle stage failed on purpose");
+                    });
+                    return rec;
+                  },
+                  "middle")});
     pipe(q2, {.output = dst.writer()});
   });
   EXPECT_TRUE(run_expect_error(session, tg, "middle stage failed on purpose"));
@@ -364,21 +378,22 @@ namespace {
 TEST(Pipe, DocsExample) {
   moka::Net init("init");
   Field src = moka::name_scope("src", [&] {
-    return moka::schema::ConstRecord(init, moka::schema::Struct(
-        {{"val", moka::schema::Scalar(moka::Tensor::vector<int64_t>({1, 2, 3}))}}));
+    return moka::schema::ConstRecord(
+        init, moka::schema::Struct({{"val", moka::schema::Scalar(moka::Tensor::vector<int64_t>({1, 2, 3}))}}));
   });
   moka::Dataset source(src, "source");
   moka::Dataset doubled(src.clone_schema(), "doubled");
   moka::name_scope("dst", [&] { doubled.init_empty(init); });
 
   moka::TaskGroup tg([&] {
-    moka::ReaderSource q = moka::pipe(source.reader(), {
-        .processor = moka::Processor([](const Field& rec) {
-          Field out = moka::schema::NewRecord(rec);
-          ops::Add({rec["val"](), rec["val"]()}, {out["val"]()});
-          return out;
-        }, "double"),
-        .num_runtime_threads = 4});
+    moka::ReaderSource q = moka::pipe(source.reader(), {.processor = moka::Processor(
+                                                            [](const Field& rec) {
+                                                              Field out = moka::schema::NewRecord(rec);
+                                                              ops::Add({rec["val"](), rec["val"]()}, {out["val"]()});
+                                                              return out;
+                                                            },
+                                                            "double"),
+                                                        .num_runtime_threads = 4});
     moka::pipe(q, {.output = doubled.writer()});
   });
   moka::LocalSession session;

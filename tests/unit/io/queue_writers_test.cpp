@@ -29,8 +29,8 @@ using schema::Field;
 
 // A dataset fed into the session's workspace whose int64 columns are named `names`, each holding
 // from, from + 1, ..., from + n - 1.
-Dataset make_source(LocalSession& session, const std::string& name, const std::vector<std::string>& names,
-                    int64_t from, int64_t n) {
+Dataset make_source(LocalSession& session, const std::string& name, const std::vector<std::string>& names, int64_t from,
+                    int64_t n) {
   Net init(name + "_init");
   NameScope scope(name);
   std::vector<int64_t> v(static_cast<std::size_t>(n));
@@ -58,12 +58,14 @@ Dataset make_sink(LocalSession& session, const std::string& name) {
 // A processor that passes records through, sleeping per record: this writer is still writing
 // long after a fast one has finished.
 Processor slow_identity() {
-  return Processor([](const Field& rec) {
-    ops::call([](std::span<Blob* const>, std::span<Blob* const>) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    });
-    return rec;
-  }, "slow");
+  return Processor(
+      [](const Field& rec) {
+        ops::call([](std::span<Blob* const>, std::span<Blob* const>) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        });
+        return rec;
+      },
+      "slow");
 }
 
 // 0..49 from the fast writer and 1000..1049 from the slow one, each `times` times, sorted.
@@ -160,12 +162,15 @@ TEST(QueueWriters, FailingWriterStillEndsWithTheQueueClosed) {
   std::atomic<int> seen{0};
   TaskGroup tg([&] {
     pipe(good.reader(), {.output = q, .processor = slow_identity(), .name = "qwf_good"});
-    pipe(bad.reader(), {.output = q, .processor = Processor([&](const Field& rec) {
-                          ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
-                            if (++seen == 10) throw RuntimeError("writer failed on purpose");
-                          });
-                          return rec;
-                        }, "thrower")});
+    pipe(bad.reader(), {.output = q,
+                        .processor = Processor(
+                            [&](const Field& rec) {
+                              ops::call([&](std::span<Blob* const>, std::span<Blob* const>) {
+                                if (++seen == 10) throw RuntimeError("writer failed on purpose");
+                              });
+                              return rec;
+                            },
+                            "thrower")});
     pipe(q, {.output = dst.writer(), .name = "qwf_read"});
   });
   EXPECT_TRUE(run_expect_error(session, tg, "writer failed on purpose", std::chrono::seconds(60)));
@@ -213,8 +218,7 @@ TEST(QueueWriters, WriterWithOtherFieldCountIsRefusedAtBuildTime) {
 TEST(QueueWriters, WriterAgainstTheQueuesOwnSchemaIsChecked) {
   LocalSession session;
   Dataset other = make_source(session, "qwsc", {"other"}, 0, 5);
-  std::shared_ptr<Queue> q =
-      Queue::make(4, {.schema = schema::Struct({{"val", schema::Scalar()}}), .name = "qwsc_q"});
+  std::shared_ptr<Queue> q = Queue::make(4, {.schema = schema::Struct({{"val", schema::Scalar()}}), .name = "qwsc_q"});
   TaskGroup tg;
   with_context(tg, [&] {
     const std::string msg = invalid_input([&] { pipe(other.reader(), {.output = q}); });

@@ -29,7 +29,7 @@ std::vector<int64_t> values_of(const Tensor& t) { return {t.values<int64_t>().be
 struct RandomReadOptions {
   int64_t rows = 100;
   int64_t seed = 0;
-  int64_t batch_size = 1;          // of the reader and of SortAndShuffle
+  int64_t batch_size = 1;  // of the reader and of SortAndShuffle
   int32_t num_runtime_threads = 1;
   bool loop_over = false;
   std::optional<int64_t> num_iter{};  // given: the reader is wrapped in ReaderWithLimit

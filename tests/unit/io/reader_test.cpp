@@ -100,7 +100,8 @@ TEST(DatasetWriter, GeneratedNetsAndSchemaMismatch) {
   writer->setup_ex(wi, we);
   EXPECT_EQ(op_types(wi), std::vector<std::string>{"CreateMutex"});
   Net li("dsw_li"), lf("dsw_lf");
-  auto [nets, status] = writer->write_record_ex(schema::from_blob_list(dst.content().clone_schema(), {"in_val"}), li, lf);
+  auto [nets, status] =
+      writer->write_record_ex(schema::from_blob_list(dst.content().clone_schema(), {"in_val"}), li, lf);
   ASSERT_EQ(nets.size(), 1u);
   EXPECT_EQ(op_types(*nets[0].net()), (std::vector<std::string>{"CheckDatasetConsistency", "AtomicAppend"}));
   EXPECT_EQ(status.name(), li.name() + "/dequeue_status");
@@ -155,9 +156,8 @@ TEST(ReaderWithTimeLimit, GeneratedNetsAndErrors) {
   auto limited = std::make_shared<ReaderWithTimeLimit>(ds.reader(), 2.5);
   Net ti("rwt_ti"), te("rwt_te");
   limited->setup_ex(ti, te);
-  EXPECT_EQ(op_types(ti),
-            (std::vector<std::string>{"ConstantFill", "CreateCounter", "CreateTreeCursor", "TimerBegin", "TimerGet",
-                                      "ConstantFill"}));
+  EXPECT_EQ(op_types(ti), (std::vector<std::string>{"ConstantFill", "CreateCounter", "CreateTreeCursor", "TimerBegin",
+                                                    "TimerGet", "ConstantFill"}));
   EXPECT_EQ(op_types(te), (std::vector<std::string>{"CheckCounterDone", "TimerEnd"}));
   Net li("rwt_li"), lf("rwt_lf");
   ReadNets r = limited->read_ex(li, lf);
@@ -182,7 +182,9 @@ TEST(CompositeReader, GeneratedNetsAndErrors) {
   EXPECT_TRUE(r.nets[1].net()->name().ends_with("a_stop"));
   EXPECT_EQ(r.should_stop.name(), r.nets[2].net()->proto().op[1].output[0]);
   EXPECT_EQ(r.record->field_names(), (std::vector<std::string>{"a:val", "b:val"}));
-  EXPECT_NE(invalid_input([&] { CompositeReader({"a"}, {a.reader(), b.reader()}); }).find("1 names but 2 readers"),
+  EXPECT_NE(invalid_input([&] {
+              CompositeReader({"a"}, {a.reader(), b.reader()});
+            }).find("1 names but 2 readers"),
             std::string::npos);
   EXPECT_NE(invalid_input([&] { CompositeReader({}, {}); }).find("no readers"), std::string::npos);
 }
@@ -236,8 +238,11 @@ TEST(Queue, NamesSetupAndErrors) {
 TEST(CounterReader, CountUntilRuns) {
   const BlobRef total = "count_total";
   TaskGroup tg([&] {
-    pipe(CountUntil(5), {.processor = Processor([&](const Field& rec) { ops::Add({total, rec["iter"]()}, {total}); },
-                                                "sum")});
+    pipe(CountUntil(5), {.processor = Processor(
+                             [&](const Field& rec) {
+                               ops::Add({total, rec["iter"]()}, {total});
+                             },
+                             "sum")});
   });
   LocalSession session;
   Net init("count_init");
@@ -276,10 +281,10 @@ TEST(PipedReaderBuilder, PipesNewReaders) {
   };
   Net init("prb_init");
   Dataset ds = const_dataset(init, 6, "prb");
-  auto piped = std::make_shared<PipedReaderBuilder>(std::make_shared<Builder>(ds),
-                                                    [](const ReaderSource& r, const ReaderBuilderArgs&) -> ReaderSource {
-                                                      return std::make_shared<ReaderWithLimit>(r.reader(), 2);
-                                                    });
+  auto piped = std::make_shared<PipedReaderBuilder>(
+      std::make_shared<Builder>(ds), [](const ReaderSource& r, const ReaderBuilderArgs&) -> ReaderSource {
+        return std::make_shared<ReaderWithLimit>(r.reader(), 2);
+      });
   EXPECT_EQ(piped->setup({}).at("ds").name(), "finished_blob");
   ReaderSource src = piped->new_reader({});
   EXPECT_EQ(src.name(), "ReaderWithLimit");

@@ -18,8 +18,8 @@
 #include "moka/io/db.h"
 #include "moka/ops/counter.h"
 #include "moka/ops/tree_cursor.h"
-#include "unit/ops/ops_test_util.h"
 #include "support/temp_dir.h"
+#include "unit/ops/ops_test_util.h"
 
 namespace moka {
 namespace {
@@ -44,7 +44,8 @@ std::vector<std::string> db_keys(const std::string& type, const std::string& pat
 }
 
 // Writes raw key/values (for crafted DBs: missing chunks, garbage values).
-void put_raw(const std::string& type, const std::string& path, const std::vector<std::pair<std::string, std::string>>& kv) {
+void put_raw(const std::string& type, const std::string& path,
+             const std::vector<std::pair<std::string, std::string>>& kv) {
   auto db = open_db(type, path, DbMode::New);
   auto txn = db->new_transaction();
   for (const auto& [k, v] : kv) txn->put(k, v);
@@ -283,18 +284,26 @@ TEST_F(SaveLoad, SaveArgumentErrors) {
   expect_error<InvalidInput>([&] { run_op(ws_, "Save", {"a"}, {}, {make_arg("db", db)}); },
                              {"Must specify a db type."});
   expect_error<InvalidInput>(
-      [&] { save({"a", "p/a"}, db, {make_arg("blob_name_overrides", std::vector<std::string>{"x"})}); },
+      [&] {
+        save({"a", "p/a"}, db, {make_arg("blob_name_overrides", std::vector<std::string>{"x"})});
+      },
       {"Number of blobs and blob_name_overrides mismatch."});
   expect_error<InvalidInput>(
       [&] {
-        save({"a"}, db, {make_arg("blob_name_overrides", std::vector<std::string>{"x"}), make_arg("strip_prefix", "p")});
+        save({"a"}, db,
+             {make_arg("blob_name_overrides", std::vector<std::string>{"x"}), make_arg("strip_prefix", "p")});
       },
       {"strip_prefix and blob_name_overrides are mutually exclusive."});
-  expect_error<InvalidInput>([&] { save({"p/a", "q/a"}, db, {make_arg("strip_prefix", "/")}); },
-                             {"Duplicated input: a"});
+  expect_error<InvalidInput>(
+      [&] {
+        save({"p/a", "q/a"}, db, {make_arg("strip_prefix", "/")});
+      },
+      {"Duplicated input: a"});
   expect_error<InvalidInput>([&] { save({"a", "a"}, db); }, {"Duplicated input: a"});
   expect_error<InvalidInput>(
-      [&] { save({"a", "p/a"}, db, {make_arg("blob_name_overrides", std::vector<std::string>{"x", "x"})}); },
+      [&] {
+        save({"a", "p/a"}, db, {make_arg("blob_name_overrides", std::vector<std::string>{"x", "x"})});
+      },
       {"Duplicated input: x"});
   expect_error<InvalidInput>([&] { save({"a"}, db, {make_arg("chunk_size", -2)}); }, {"chunk_size"});
   expect_error<NotFound>([&] { save({"a"}, db, {}, "nosuchdb"); },
@@ -376,21 +385,31 @@ TEST_F(SaveLoad, LoadArgumentErrors) {
   expect_error<InvalidInput>(
       [&] {
         run_op(ws_, "Load", {}, {"a"},
-               {make_arg("dbs", std::vector<std::string>{db, db}), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
+               {make_arg("dbs", std::vector<std::string>{db, db}), make_arg("db_type", "minidb"),
+                make_arg("absolute_path", 1)});
       },
       {"Duplicated db name: ", db.c_str()});
   expect_error<InvalidInput>(
-      [&] { load({"a", "b"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"})}); },
+      [&] {
+        load({"a", "b"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"})});
+      },
       {"Number of output blobs and source_blob_names mismatch."});
   expect_error<InvalidInput>(
-      [&] { load({"a"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"}), make_arg("strip_prefix", "x")}); },
+      [&] {
+        load({"a"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"}), make_arg("strip_prefix", "x")});
+      },
       {"strip_prefix and source_blob_names are mutually exclusive."});
   expect_error<InvalidInput>(
-      [&] { load({"a"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"}), make_arg("load_all", 1)}); },
+      [&] {
+        load({"a"}, db, {make_arg("source_blob_names", std::vector<std::string>{"a"}), make_arg("load_all", 1)});
+      },
       {"cannot load_all_ while using source_blob_names."});
   expect_error<InvalidInput>([&] { load({"a", "a"}, db); }, {"Duplicated source blob name: a"});
-  expect_error<InvalidInput>([&] { run_op(ws_, "Load", {"a"}, {"b"}, {make_arg("db", db), make_arg("db_type", "minidb")}); },
-                             {"DBReader", "not supported"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws_, "Load", {"a"}, {"b"}, {make_arg("db", db), make_arg("db_type", "minidb")});
+      },
+      {"DBReader", "not supported"});
   expect_error<NotFound>([&] { load({"a"}, db, {}, "nosuchdb"); }, {"Cannot find db implementation of type nosuchdb"});
 }
 
@@ -399,9 +418,11 @@ TEST_F(SaveLoad, IncompleteLoads) {
   const std::string db = path("inc.minidb");
   save({"a"}, db);
   ws_.blob("a").reset();
-  expect_error<NotFound>([&] { load({"a", "b", "c"}, db); },
-                         {"Expected to load 3 blobs, got 1 only.", "Failed to load blob: b", "Failed to load blob: c",
-                          db.c_str()});
+  expect_error<NotFound>(
+      [&] {
+        load({"a", "b", "c"}, db);
+      },
+      {"Expected to load 3 blobs, got 1 only.", "Failed to load blob: b", "Failed to load blob: c", db.c_str()});
   ws_.blob("a").reset();
   load({"a", "b"}, db, {make_arg("allow_incomplete", true)});
   EXPECT_EQ(fetch(ws_, "a").item<int64_t>(), 1);
@@ -416,14 +437,16 @@ TEST_F(SaveLoad, SeveralDbs) {
   save({"b"}, db2, {}, "leveldb");
   Workspace fresh;
   // Different types need two loads; same type from several files in one.
-  run_op(fresh, "Load", {}, {"a"}, {make_arg("dbs", std::vector<std::string>{db1}), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
+  run_op(fresh, "Load", {}, {"a"},
+         {make_arg("dbs", std::vector<std::string>{db1}), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
   EXPECT_EQ(fetch(fresh, "a").item<int64_t>(), 1);
 
   const std::string db3 = path("three.minidb");
   save({"b"}, db3);
   Workspace w2;
   run_op(w2, "Load", {}, {"a", "b"},
-         {make_arg("dbs", std::vector<std::string>{db1, db3}), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
+         {make_arg("dbs", std::vector<std::string>{db1, db3}), make_arg("db_type", "minidb"),
+          make_arg("absolute_path", 1)});
   EXPECT_EQ(fetch(w2, "a").item<int64_t>(), 1);
   EXPECT_EQ(vals<std::string>(fetch(w2, "b")), (std::vector<std::string>{"x", "y"}));
   // With both `db` and `dbs`, dbs wins (as in Caffe2).
@@ -459,7 +482,8 @@ TEST_F(SaveLoad, OutputsAreCreatedInTheRunningWorkspace) {
   save({"a", "b"}, db);
   ws_.remove_blob("b");
   Workspace child(&ws_);
-  run_op(child, "Load", {}, {"a", "b"}, {make_arg("db", db), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
+  run_op(child, "Load", {}, {"a", "b"},
+         {make_arg("db", db), make_arg("db_type", "minidb"), make_arg("absolute_path", 1)});
   EXPECT_EQ(child.local_blobs(), std::vector<std::string>{"b"});  // "a" exists in the parent: loaded there
   EXPECT_FALSE(ws_.has_blob("b"));
   EXPECT_EQ(fetch(child, "b").item<int64_t>(), 2);
@@ -479,8 +503,11 @@ TEST_F(SaveLoad, MissingChunkIsDataSizeMismatch) {
   const std::string db = path("partial.minidb");
   put_raw("minidb", db, recs);
   feed(ws_, "w", Tensor::scalar<int64_t>(99));  // must not survive
-  expect_error<CorruptData>([&] { load({"c", "w"}, db); },
-                            {"Data size mismatch for blob w. Expected: 3000 Read: 2000", db.c_str()});
+  expect_error<CorruptData>(
+      [&] {
+        load({"c", "w"}, db);
+      },
+      {"Data size mismatch for blob w. Expected: 3000 Read: 2000", db.c_str()});
   EXPECT_FALSE(ws_.blob("w").is_initialized());
   EXPECT_EQ(ws_.blob("c").get<Counter>().retrieve(), 1);  // complete blobs are kept
 }
@@ -498,11 +525,17 @@ TEST_F(SaveLoad, DuplicatedBlobsAfterPrefixRules) {
   const std::string db = path("dup.minidb");
   put_raw("minidb", db, recs);
   // (Load stops reading a db once every output is in, so ask for one more than the db holds.)
-  expect_error<InvalidInput>([&] { load({"c", "t", "missing"}, db, {make_arg("strip_prefix", "/")}); },
-                             {"Blob duplicated: c"});
+  expect_error<InvalidInput>(
+      [&] {
+        load({"c", "t", "missing"}, db, {make_arg("strip_prefix", "/")});
+      },
+      {"Blob duplicated: c"});
   EXPECT_FALSE(ws_.blob("c").is_initialized());
-  expect_error<InvalidInput>([&] { load({"t", "missing"}, db, {make_arg("strip_prefix", "/")}); },
-                             {"Found an extra part for an already filled tensor: t"});
+  expect_error<InvalidInput>(
+      [&] {
+        load({"t", "missing"}, db, {make_arg("strip_prefix", "/")});
+      },
+      {"Found an extra part for an already filled tensor: t"});
   EXPECT_FALSE(ws_.blob("t").is_initialized());
 }
 
@@ -554,7 +587,6 @@ TEST_F(SaveLoad, TruncatedOrBitFlippedMinidbNamesTheFile) {
   load({"w"}, db);
   EXPECT_TRUE(fetch(ws_, "w") == big);
 }
-
 
 // LMDB keeps no checksums of its own (docs/db-backends.md): a flipped bit in a stored value comes
 // back from LMDB as is, and only the blob record's XXH3 catches it. The value's bytes are found by

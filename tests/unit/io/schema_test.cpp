@@ -59,8 +59,7 @@ Field sample_schema() {
 
 TEST(Schema, FlattenedNamesTypesAndAccess) {
   Field s = sample_schema();
-  EXPECT_EQ(s.field_names(),
-            (std::vector<std::string>{"uid", "nested:a", "nested:b", "tags:lengths", "tags:values"}));
+  EXPECT_EQ(s.field_names(), (std::vector<std::string>{"uid", "nested:a", "nested:b", "tags:lengths", "tags:values"}));
   const auto types = s.field_types();
   ASSERT_EQ(types.size(), 5u);
   EXPECT_EQ(types[0], DType::Int64);
@@ -80,7 +79,9 @@ TEST(Schema, FlattenedNamesTypesAndAccess) {
 }
 
 TEST(Schema, StructRejectsBadNames) {
-  EXPECT_NE(invalid_input([] { schema::Struct({{"a", schema::Scalar()}, {"a", schema::Scalar()}}); }).find("duplicate"),
+  EXPECT_NE(invalid_input([] {
+              schema::Struct({{"a", schema::Scalar()}, {"a", schema::Scalar()}});
+            }).find("duplicate"),
             std::string::npos);
   EXPECT_NE(invalid_input([] { schema::Struct({{"a:b", schema::Scalar()}}); }).find("contains ':'"), std::string::npos);
   EXPECT_NE(invalid_input([] { schema::Struct({{"", schema::Scalar()}}); }).find("empty"), std::string::npos);
@@ -122,13 +123,16 @@ TEST(Schema, ConstInitEmptyFeedAndFetchRoundTrip) {
                        {"name", schema::Scalar(Tensor::vector<std::string>({"a", "b", "c"}))}});
   Field consts = name_scope("c", [&] { return schema::ConstRecord(init, data); });
   Field empty = name_scope("e", [&] { return schema::InitEmptyRecord(init, data.clone_schema()); });
-  Field untyped = name_scope("u", [&] { return schema::InitEmptyRecord(init, schema::Struct({{"x", schema::Scalar()}})); });
+  Field untyped = name_scope("u", [&] {
+    return schema::InitEmptyRecord(init, schema::Struct({{"x", schema::Scalar()}}));
+  });
   ASSERT_EQ(init.proto().op.size(), 7u);
   EXPECT_EQ(init.proto().op[0].type, "GivenTensorInt64Fill");
   EXPECT_EQ(init.proto().op[3].type, "ConstantFill");
   EXPECT_EQ(init.proto().op[5].type, "GivenTensorStringFill");
-  EXPECT_NE(invalid_input([&] { schema::InitEmptyRecord(init, schema::Struct({{"x", schema::Scalar()}}), true); })
-                .find("no dtype"),
+  EXPECT_NE(invalid_input([&] {
+              schema::InitEmptyRecord(init, schema::Struct({{"x", schema::Scalar()}}), true);
+            }).find("no dtype"),
             std::string::npos);
 
   Workspace ws;
@@ -143,8 +147,9 @@ TEST(Schema, ConstInitEmptyFeedAndFetchRoundTrip) {
 
   schema::FeedRecord(empty, data, ws);
   EXPECT_EQ(*schema::FetchRecord(empty, ws)["value"].value(), Tensor::vector<double>({1.5, 2.5, 3.5}));
-  EXPECT_NE(invalid_input([&] { schema::FeedRecord(empty, std::vector<Tensor>{Tensor::scalar<int64_t>(1)}, ws); })
-                .find("3 fields, got 1 values"),
+  EXPECT_NE(invalid_input([&] {
+              schema::FeedRecord(empty, std::vector<Tensor>{Tensor::scalar<int64_t>(1)}, ws);
+            }).find("3 fields, got 1 values"),
             std::string::npos);
   EXPECT_THROW(schema::FetchRecord(schema::from_blob_list(schema::Struct({{"m", schema::Scalar()}}), {"missing"}), ws),
                NotFound);

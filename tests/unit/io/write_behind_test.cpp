@@ -113,8 +113,8 @@ TEST(MiniDbWriteBehind, AHeaderStraddlingTwoBuffersIsFilledInBothHalves) {
   const std::string big = random_bytes(1 << 20, 11);
   for (const int shift : {-33, -32, -31, -16, -1, 0, 1}) {
     // Record 1 = header + key "a" + value; record 2's header starts at kBuffer + shift.
-    const std::size_t first = static_cast<std::size_t>(static_cast<long>(kBuffer) + shift) - kFileHeader -
-                              kRecordHeader - 1;
+    const std::size_t first =
+        static_cast<std::size_t>(static_cast<long>(kBuffer) + shift) - kFileHeader - kRecordHeader - 1;
     const std::string v1 = random_bytes(first, 12);
     const auto write = [&](const std::string& path, bool streamed) {
       auto db = open_db("minidb", path, DbMode::New);
@@ -122,7 +122,8 @@ TEST(MiniDbWriteBehind, AHeaderStraddlingTwoBuffersIsFilledInBothHalves) {
       txn->put("a", v1);
       if (streamed) {
         txn->begin_put("b", big.size());
-        for (std::size_t pos = 0; pos < big.size(); pos += 256 << 10) txn->put_part(std::string_view(big).substr(pos, 256 << 10));
+        for (std::size_t pos = 0; pos < big.size(); pos += 256 << 10)
+          txn->put_part(std::string_view(big).substr(pos, 256 << 10));
         txn->end_put();
       } else {
         txn->put("b", big);
@@ -149,7 +150,8 @@ TEST(MiniDbWriteBehind, AHeaderStraddlingTwoBuffersIsFilledInBothHalves) {
 TEST(MiniDbWriteBehind, AWriteFailingOnTheWriterThreadFailsTheSaveNamingTheFile) {
   moka::testing::TempDir dir("moka-write-behind-test");
   const std::string path = dir.str() + "/db";
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old), 0);  // the write fails with EFBIG instead of killing us
   rlimit saved{};

@@ -1,8 +1,8 @@
 // JobRunner with background_save: the same committed checkpoints as foreground saves, a failed
 // background save reported under its own epoch (fatal, or tolerated), retention, resume, and the
 // LocalSession it needs.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <memory>
@@ -82,8 +82,9 @@ TEST(JobRunnerBackground, ReportsEachSavesDurationToTheMetadataHandler) {
                       {.background_save = true})
                 .train(session),
             2);
-  EXPECT_EQ(handler->calls, (std::vector<std::string>{"write(0)", "report(checkpoint_save)", "write(1)",
-                                                      "report(checkpoint_save)", "write(2)", "report(checkpoint_save)"}));
+  EXPECT_EQ(handler->calls,
+            (std::vector<std::string>{"write(0)", "report(checkpoint_save)", "write(1)", "report(checkpoint_save)",
+                                      "write(2)", "report(checkpoint_save)"}));
   ASSERT_EQ(handler->saves.size(), 3u);
   for (std::size_t e = 0; e < 3; ++e) {
     ASSERT_EQ(handler->saves[e].size(), 1u) << "epoch " << e;

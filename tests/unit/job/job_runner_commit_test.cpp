@@ -1,8 +1,8 @@
 // JobRunner with committed checkpoints: every epoch gets a manifest, resume_latest picks the newest
 // epoch that verifies (skipping a corrupt one), an uncommitted epoch cannot be resumed, retention,
 // and decision 13 (resuming the final epoch runs no further epoch).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -107,8 +107,7 @@ TEST(JobRunnerCommit, AnUncommittedEpochCannotBeResumed) {
   }
   fs::remove(manifest_path(dir.str(), 2));  // n.2 exists, but epoch 2 was never committed
   LocalSession session;
-  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
-                   {.resume_from_epoch = 2});
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"), {.resume_from_epoch = 2});
   try {
     runner.train(session);
     FAIL() << "resumed from an uncommitted epoch";
@@ -125,8 +124,7 @@ TEST(JobRunnerCommit, ResumingTheFinalEpochRunsNoMoreEpochs) {
     JobRunner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session);
   }
   LocalSession session;
-  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
-                   {.resume_from_epoch = 3});
+  JobRunner runner(job, std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"), {.resume_from_epoch = 3});
   EXPECT_EQ(runner.train(session), 3);  // Caffe2 would run epoch 4
   EXPECT_EQ(session.fetch("n", "total").item<int64_t>(), 6);
 }

@@ -1,8 +1,8 @@
 // Unit tests of the job layer: Job building and freezing, epoch_limiter, JobRunner's flow and
 // errors, db naming, checkpoint managers' errors, metadata handler calls, path_prefix (decision 9),
 // SnapshotManager (decision 10).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -97,7 +97,9 @@ TEST(Job, StopConditionIsAStepLessEpochTask) {
   ASSERT_EQ(job.epoch_group().tasks().size(), 1u);
   EXPECT_EQ(job.epoch_group().tasks()[0].node(), "n");
   EXPECT_FALSE(job.epoch_group().tasks()[0].has_step());
-  EXPECT_TRUE(contains(invalid_input([&] { job.add_stop_condition(TaskOutput(std::vector<BlobRef>{"a", "b"})); }),
+  EXPECT_TRUE(contains(invalid_input([&] {
+                         job.add_stop_condition(TaskOutput(std::vector<BlobRef>{"a", "b"}));
+                       }),
                        "a stop condition is one blob"));
 }
 
@@ -147,20 +149,23 @@ TEST(JobRunner, Errors) {
   EXPECT_TRUE(contains(invalid_input([&] { JobRunner(no_stop).train(session); }), "the job has no stop condition"));
   EXPECT_TRUE(contains(invalid_input([&] { JobRunner(counting_job(1), {.resume_from_epoch = 2}).train(session); }),
                        "cannot resume from epoch 2 without a checkpoint manager"));
-  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(counting_job(1)).load_blobs_from_checkpoints({"x"}, 1, session); }),
-                       "Checkpoint manager is None"));
+  EXPECT_TRUE(
+      contains(invalid_input([&] { JobRunner(counting_job(1)).load_blobs_from_checkpoints({"x"}, 1, session); }),
+               "Checkpoint manager is None"));
   Job bad_stop([&](Job& j) {
     j.init_group([&] { Task([&] { ops::Const({1, 2}, {.blob_out = "two"}); }); });
     j.add_stop_condition(BlobRef("two"));
   });
   LocalSession s2;
-  EXPECT_TRUE(contains(invalid_input([&] { JobRunner(bad_stop).train(s2); }),
-                       "stop condition \"two\" must hold one value"));
+  EXPECT_TRUE(
+      contains(invalid_input([&] { JobRunner(bad_stop).train(s2); }), "stop condition \"two\" must hold one value"));
 }
 
 TEST(CheckpointManager, Errors) {
   CheckpointManager cm("/tmp/x", "node", "minidb");
-  EXPECT_TRUE(contains(invalid_input([&] { cm.init(std::vector<std::string>{"a", "b"}); }),
+  EXPECT_TRUE(contains(invalid_input([&] {
+                         cm.init(std::vector<std::string>{"a", "b"});
+                       }),
                        "CheckpointManager only supports single node."));
   EXPECT_TRUE(contains(invalid_input([&] { cm.init_task_group({}, std::nullopt, {}, {}); }),
                        "CheckpointManager only supports single node. (got 0 nodes"));
@@ -182,7 +187,9 @@ TEST(CheckpointManager, Errors) {
   EXPECT_EQ(mn.init({"a", "b"}).num_registered_tasks(), 0u);
 
   SnapshotManager snap("/tmp/x", "node", "minidb");
-  EXPECT_TRUE(contains(invalid_input([&] { snap.init(std::vector<std::string>{"a", "b"}); }),
+  EXPECT_TRUE(contains(invalid_input([&] {
+                         snap.init(std::vector<std::string>{"a", "b"});
+                       }),
                        "SnapshotManager only supports single node."));
 }
 
@@ -274,8 +281,9 @@ TEST(JobRunner, ASecondTrainingOnOneCheckpointDirectoryIsRefused) {
       JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(other);
       ADD_FAILURE() << "two trainings held one checkpoint directory";
     } catch (const RuntimeError& e) {
-      EXPECT_TRUE(contains(e.what(), fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds",
-                                                 dir.str(), ::getpid())))
+      EXPECT_TRUE(
+          contains(e.what(), fmt::format("checkpoint directory '{}' is in use by another job run (process {} holds",
+                                         dir.str(), ::getpid())))
           << e.what();
     }
   };
@@ -310,8 +318,8 @@ TEST(JobRunner, TemporaryFilesInTheCheckpointDirectoryAreLeftAlone) {
   };
   for (const auto& [name, text] : temporaries) std::ofstream(dir / name) << text;
   LocalSession session;
-  EXPECT_EQ(JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session),
-            3);
+  EXPECT_EQ(
+      JobRunner(counting_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb")).train(session), 3);
   EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 3}));
   for (const auto& [name, text] : temporaries) {
     ASSERT_TRUE(fs::is_regular_file(dir / name)) << name;
@@ -526,8 +534,8 @@ TEST(SnapshotManager, RetentionKeepsTheNewestSnapshotsOfItsNode) {
   SnapshotManager snap(dir.str(), "n", "minidb", {.blob_names = {"w"}, .keep_last = 2});
   session.run(snap.init(std::vector<std::string>{"n"}));
   for (int64_t e : {1, 2, 10, 11}) session.run(snap.save(e));
-  fs::create_directories(dir.fs_path() / "n.3");           // a checkpoint, not a snapshot
-  fs::create_directories(dir.fs_path() / "m.snapshot.1");  // another node's snapshot
+  fs::create_directories(dir.fs_path() / "n.3");            // a checkpoint, not a snapshot
+  fs::create_directories(dir.fs_path() / "m.snapshot.1");   // another node's snapshot
   fs::create_directories(dir.fs_path() / "n.snapshot.07");  // not a canonical epoch
   EXPECT_EQ(snap.snapshot_epochs(), (std::vector<int64_t>{1, 2, 10, 11}));
   EXPECT_EQ(snap.apply_retention(), (std::vector<int64_t>{1, 2}));

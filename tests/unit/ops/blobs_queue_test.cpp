@@ -83,7 +83,7 @@ TEST(BlobsQueue, MovesNeverCopies) {
   const Tensor* reader_old = &out.get<Tensor>();
   Blob* outs[] = {&out};
   ASSERT_TRUE(q.blocking_read(outs));
-  EXPECT_EQ(&out.get<Tensor>(), obj);            // the same Tensor object...
+  EXPECT_EQ(&out.get<Tensor>(), obj);             // the same Tensor object...
   EXPECT_EQ(out.get<Tensor>().raw_data(), data);  // ...with the same storage
   // The next writer gets the reader's old tensor back: storage is recycled through the queue.
   put(in, 5);

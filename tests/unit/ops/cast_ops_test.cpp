@@ -101,8 +101,11 @@ TEST(CastOps, DefinitionErrors) {
                              {"\"to\"", "complex"});
   expect_error<InvalidInput>([&] { create_op(ws, "Cast", {"x"}, {"y"}, {make_arg("to", 1.5)}); }, {"\"to\""});
   expect_error<InvalidInput>([&] { create_op(ws, "Cast", {"x", "x"}, {"y"}, {to(1)}); }, {"Cast", "1 input"});
-  expect_error<InvalidInput>([&] { create_op(ws, "Cast", {"x"}, {"y"}, {to(1), make_arg("from_type", 1)}); },
-                             {"unknown argument", "\"from_type\""});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "Cast", {"x"}, {"y"}, {to(1), make_arg("from_type", 1)});
+      },
+      {"unknown argument", "\"from_type\""});
   ws.create_blob("empty");
   expect_error<TypeError>([&] { run_op(ws, "Cast", {"empty"}, {"y"}, {to(1)}); }, {"\"empty\""});
 }

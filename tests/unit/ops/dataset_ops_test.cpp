@@ -73,8 +73,11 @@ TEST(DatasetTree, ParsesNestedDomains) {
 }
 
 TEST(DatasetTree, RejectsBadFieldLists) {
-  expect_error<InvalidInput>([] { DatasetTree({"b:values", "b:lengths"}); },
-                             {"Error: Field 0 (b:values) depends on a field defined afterwards: 1 (b:lengths)."});
+  expect_error<InvalidInput>(
+      [] {
+        DatasetTree({"b:values", "b:lengths"});
+      },
+      {"Error: Field 0 (b:values) depends on a field defined afterwards: 1 (b:lengths)."});
   expect_error<InvalidInput>([] { DatasetTree({"a", "a"}); }, {"\"a\"", "more than once"});
   expect_error<InvalidInput>([] { DatasetTree({"a", ""}); }, {"empty name"});
 }
@@ -191,7 +194,9 @@ TEST(DatasetOps, CreateTreeCursorAndReset) {
   run_op(ws, "CreateTreeCursor", {}, {"cur"}, {fields_arg({"a", "b"})});
   EXPECT_EQ(ws.blob("cur").get<TreeCursor>().field_names(), (Strings{"a", "b"}));
   expect_error<InvalidInput>(
-      [&] { create_op(ws, "CreateTreeCursor", {}, {"bad"}, {fields_arg({"x:values", "x:lengths"})}); },
+      [&] {
+        create_op(ws, "CreateTreeCursor", {}, {"bad"}, {fields_arg({"x:values", "x:lengths"})});
+      },
       {"CreateTreeCursor", "depends on a field defined afterwards"});
 }
 
@@ -287,11 +292,17 @@ TEST(DatasetOps, ReadNextBatchFlatLimitsAndErrors) {
   // A 0-d field and a field never written.
   run_op(ws, "ResetCursor", {"cur"}, {});
   feed(ws, "scalar", Tensor::scalar<float>(1));
-  expect_error<InvalidInput>([&] { run_op(ws, "ReadNextBatch", {"cur", "a", "scalar"}, {"oa", "ob"}); },
-                             {"ReadNextBatch", "field 1 (b)", "\"scalar\"", "0-d"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "ReadNextBatch", {"cur", "a", "scalar"}, {"oa", "ob"});
+      },
+      {"ReadNextBatch", "field 1 (b)", "\"scalar\"", "0-d"});
   ws.create_blob("never");
-  expect_error<TypeError>([&] { run_op(ws, "ReadNextBatch", {"cur", "never", "b"}, {"oa", "ob"}); },
-                          {"ReadNextBatch", "\"never\""});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "ReadNextBatch", {"cur", "never", "b"}, {"oa", "ob"});
+      },
+      {"ReadNextBatch", "\"never\""});
   EXPECT_TRUE(ws.blob("cur").get<TreeCursor>().offsets().empty());
 }
 
@@ -413,8 +424,8 @@ TEST(DatasetOps, ConcurrentReadNextBatchReadsEveryRowOnce) {
   run_op(ws, "CreateTreeCursor", {}, {"cur"}, {fields_arg(fields)});
   std::vector<std::unique_ptr<OperatorBase>> ops;
   for (int t = 0; t < kThreads; ++t)
-    ops.push_back(create_op(ws, "ReadNextBatch", with_cursor("cur", fields), out_names("t" + std::to_string(t) + "_", 3),
-                            {make_arg("batch_size", 7)}));
+    ops.push_back(create_op(ws, "ReadNextBatch", with_cursor("cur", fields),
+                            out_names("t" + std::to_string(t) + "_", 3), {make_arg("batch_size", 7)}));
   std::vector<std::vector<int64_t>> seen(kThreads);
   std::vector<int> bad(kThreads, 0);
   std::vector<std::thread> threads;
@@ -495,8 +506,11 @@ TEST(DatasetOps, SortAndShuffleIsSeededAndDeterministic) {
   for (int j = 90; j < 100; ++j) tail.insert(key[static_cast<std::size_t>(c[j])]);
   EXPECT_EQ(*tail.begin(), 90);
   expect_error<InvalidInput>([&] { shuffled(0, 1, 1, 2); }, {"SortAndShuffle", "sort_by_field_idx", "2 fields"});
-  expect_error<InvalidInput>([&] { create_op(ws, "SortAndShuffle", {"cur", "id", "k"}, {"i"}, {make_arg("batch_size", 0)}); },
-                             {"SortAndShuffle", "batch_size"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "SortAndShuffle", {"cur", "id", "k"}, {"i"}, {make_arg("batch_size", 0)});
+      },
+      {"SortAndShuffle", "batch_size"});
 }
 
 TEST(DatasetOps, ReadRandomBatchNested) {
@@ -548,8 +562,11 @@ TEST(DatasetOps, ReadRandomBatchNested) {
   bad[1] = "idx";
   bad[2] = "a";
   expect_error<TypeError>([&] { run_op(ws, "ReadRandomBatch", bad, outs); }, {"ReadRandomBatch", "offsets matrix"});
-  expect_error<InvalidInput>([&] { run_op(ws, "ReadRandomBatch", {"cur", "idx", "offsets", "a"}, {"x"}); },
-                             {"ReadRandomBatch", "Invalid number of fields. Expected 6, got 1"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "ReadRandomBatch", {"cur", "idx", "offsets", "a"}, {"x"});
+      },
+      {"ReadRandomBatch", "Invalid number of fields. Expected 6, got 1"});
 }
 
 // Random reads in a seeded order are the same every time.
@@ -618,7 +635,9 @@ TEST(DatasetOps, CheckDatasetConsistency) {
   feed(ws, "f2", Tensor::vector<int64_t>({4, 5, 6}));
   run_op(ws, "CheckDatasetConsistency", {"f1", "f2"}, {}, {fields_arg({"p", "q"})});
   expect_error<InvalidInput>(
-      [&] { run_op(ws, "CheckDatasetConsistency", {"f1", "a4"}, {}, {fields_arg({"p", "q"})}); },
+      [&] {
+        run_op(ws, "CheckDatasetConsistency", {"f1", "a4"}, {}, {fields_arg({"p", "q"})});
+      },
       {"Inconsistent sizes for fields belonging to same domain.", "Field: 1 (q)", "Previous size: 3; New size: 4"});
   // Wrong number of fields: caught when the operator is created.
   expect_error<InvalidInput>([&] { create_op(ws, "CheckDatasetConsistency", {"a"}, {}, {fields_arg(kNested)}); },
@@ -643,7 +662,11 @@ TEST(DatasetOps, AppendGrowsInPlace) {
   feed(ws, "f", Tensor::from_vector<float>({1, 2}, {1, 2}));
   expect_error<InvalidInput>([&] { run_op(ws, "Append", {"a", "f"}, {"a"}); }, {"Append", "dtypes differ"});
   feed(ws, "w", Tensor::from_vector<int64_t>({1, 3}, {1, 2, 3}));
-  expect_error<InvalidInput>([&] { run_op(ws, "Append", {"a", "w"}, {"a"}); }, {"Append", "all dimensions but the first"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "Append", {"a", "w"}, {"a"});
+      },
+      {"Append", "all dimensions but the first"});
   feed(ws, "z", Tensor::scalar<int64_t>(1));
   expect_error<InvalidInput>([&] { run_op(ws, "Append", {"a", "z"}, {"a"}); }, {"Append", "0-d"});
   expect_error<InvalidInput>([&] { create_op(ws, "Append", {"a", "b"}, {"c"}); }, {"Append", "in place"});
@@ -676,8 +699,8 @@ TEST(DatasetOps, AtomicAppendFromSeveralThreads) {
     // Each batch: one record with t+1 values.
     feed(ws, p + "l", Tensor::vector<int32_t>({t + 1}));
     feed(ws, p + "v", Tensor::vector<std::string>(std::vector<std::string>(static_cast<std::size_t>(t + 1), p)));
-    ops.push_back(create_op(ws, "AtomicAppend", {"mu", "d:lengths", "d:values", p + "l", p + "v"},
-                            {"d:lengths", "d:values"}));
+    ops.push_back(
+        create_op(ws, "AtomicAppend", {"mu", "d:lengths", "d:values", p + "l", p + "v"}, {"d:lengths", "d:values"}));
   }
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -704,17 +727,32 @@ TEST(DatasetOps, AtomicAppendIsAllOrNothingAndChecksInputs) {
   feed(ws, "y", Tensor::vector<int32_t>({2}));
   feed(ws, "nx", Tensor::vector<int32_t>({3}));
   feed(ws, "ny", Tensor::vector<float>({4}));
-  expect_error<InvalidInput>([&] { run_op(ws, "AtomicAppend", {"mu", "x", "y", "nx", "ny"}, {"x", "y"}); },
-                             {"AtomicAppend", "dtypes differ", "\"ny\""});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "AtomicAppend", {"mu", "x", "y", "nx", "ny"}, {"x", "y"});
+      },
+      {"AtomicAppend", "dtypes differ", "\"ny\""});
   EXPECT_EQ(fetch(ws, "x"), Tensor::vector<int32_t>({1}));  // untouched
-  expect_error<InvalidInput>([&] { run_op(ws, "AtomicAppend", {"mu", "x", "nx"}, {"z"}); },
-                             {"AtomicAppend", "Appended-to arguments must be in-place."});
-  expect_error<InvalidInput>([&] { create_op(ws, "AtomicAppend", {"mu", "x", "y", "nx"}, {"x"}); },
-                             {"AtomicAppend", "4 inputs"});
-  expect_error<InvalidInput>([&] { create_op(ws, "AtomicAppend", {"mu", "x", "nx"}, {"x", "y"}); },
-                             {"AtomicAppend", "2 outputs"});
-  expect_error<TypeError>([&] { run_op(ws, "AtomicAppend", {"x", "x", "nx"}, {"x"}); },
-                          {"AtomicAppend", "input 0 (\"x\")", "mutex"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "AtomicAppend", {"mu", "x", "nx"}, {"z"});
+      },
+      {"AtomicAppend", "Appended-to arguments must be in-place."});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "AtomicAppend", {"mu", "x", "y", "nx"}, {"x"});
+      },
+      {"AtomicAppend", "4 inputs"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "AtomicAppend", {"mu", "x", "nx"}, {"x", "y"});
+      },
+      {"AtomicAppend", "2 outputs"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "AtomicAppend", {"x", "x", "nx"}, {"x"});
+      },
+      {"AtomicAppend", "input 0 (\"x\")", "mutex"});
   // A dataset field may also be appended to itself.
   run_op(ws, "AtomicAppend", {"mu", "x", "x"}, {"x"});
   EXPECT_EQ(fetch(ws, "x"), Tensor::vector<int32_t>({1, 1}));
@@ -755,7 +793,9 @@ TEST(DatasetOps, TrimDataset) {
   expect_error<InvalidInput>([&] { create_op(ws, "TrimDataset", {"a"}, {"a"}, {fields_arg(kNested)}); },
                              {"TrimDataset", "Invalid number of fields"});
   expect_error<InvalidInput>(
-      [&] { create_op(ws, "TrimDataset", {"a"}, {"a"}, {fields_arg({"a"}), make_arg("multiple_of", 0)}); },
+      [&] {
+        create_op(ws, "TrimDataset", {"a"}, {"a"}, {fields_arg({"a"}), make_arg("multiple_of", 0)});
+      },
       {"TrimDataset", "multiple_of"});
 }
 
@@ -770,8 +810,11 @@ TEST(DatasetOps, ReadNextBatchBadInputs) {
   expect_error<TypeError>([&] { run_op(ws, "ResetCursor", {"a"}, {}); }, {"ResetCursor", "TreeCursor"});
   expect_error<TypeError>([&] { run_op(ws, "ComputeOffset", {"a", "a"}, {"x"}); }, {"ComputeOffset", "TreeCursor"});
   // Field blob count and output count.
-  expect_error<InvalidInput>([&] { run_op(ws, "ReadNextBatch", {"cur", "a"}, {"o0"}); },
-                             {"ReadNextBatch", "Invalid number of fields. Expected 6, got 1"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "ReadNextBatch", {"cur", "a"}, {"o0"});
+      },
+      {"ReadNextBatch", "Invalid number of fields. Expected 6, got 1"});
   expect_error<InvalidInput>([&] { run_op(ws, "ReadNextBatch", with_cursor("cur", kNested), {"o0"}); },
                              {"ReadNextBatch", "one output per field (6), got 1"});
   expect_error<InvalidInput>([&] { create_op(ws, "ReadNextBatch", {}, {"o"}); }, {"ReadNextBatch", "input"});

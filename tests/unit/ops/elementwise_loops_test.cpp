@@ -20,20 +20,26 @@ namespace {
 struct Plus {
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-    else return a + b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    else
+      return a + b;
   }
 };
 struct Times {
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    else return a * b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    else
+      return a * b;
   }
 };
 struct Over {
   template <class T>
-  static T apply(T a, T b) { return a / b; }  // floating point only here
+  static T apply(T a, T b) {
+    return a / b;
+  }  // floating point only here
 };
 
 template <class T>
@@ -62,7 +68,8 @@ void check_type() {
       const auto a = random_values<T>(rng, static_cast<std::size_t>(n + offset));
       auto b = random_values<T>(rng, static_cast<std::size_t>(n + offset));
       if constexpr (!std::is_integral_v<T>) {
-        for (auto& x : b) if (x == 0) x = 1;
+        for (auto& x : b)
+          if (x == 0) x = 1;
       }
       const T* pa = a.data() + offset;
       const T* pb = b.data() + offset;

@@ -86,8 +86,11 @@ TEST(FillOps, ConstantFillStrings) {
   EXPECT_EQ(ws.blob("e").get<Tensor>().dtype(), DType::String);
   EXPECT_EQ(ws.blob("e").get<Tensor>().numel(), 0);
   // A value of the wrong kind for the dtype is refused.
-  expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("dtype", 4), make_arg("value", 1)}); },
-                             {"ConstantFill", "\"value\"", "STRING"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("dtype", 4), make_arg("value", 1)});
+      },
+      {"ConstantFill", "\"value\"", "STRING"});
   expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("value", "x")}); },
                              {"\"value\"", "FLOAT"});
   expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("dtype", 3)}); },
@@ -99,7 +102,8 @@ TEST(FillOps, ConstantFillShapeFromInput) {
   feed(ws, "x", Tensor(DType::Int32, {2, 2}));
   run_op(ws, "ConstantFill", {"x"}, {"y"}, {make_arg("value", 2.0)});
   EXPECT_EQ(fetch(ws, "y"), Tensor::from_vector<float>({2, 2}, std::vector<float>(4, 2.0f)));
-  run_op(ws, "ConstantFill", {"x"}, {"z"}, {make_arg("extra_shape", I64{3}), make_arg("value", 1), make_arg("dtype", 10)});
+  run_op(ws, "ConstantFill", {"x"}, {"z"},
+         {make_arg("extra_shape", I64{3}), make_arg("value", 1), make_arg("dtype", 10)});
   EXPECT_EQ(fetch(ws, "z").shape(), (I64{2, 2, 3}));
   // In place: the input is replaced by the fill.
   run_op(ws, "ConstantFill", {"x"}, {"x"}, {make_arg("value", 9), make_arg("dtype", 2)});
@@ -131,8 +135,11 @@ TEST(FillOps, ConstantFillShapeArgumentErrors) {
                              {"ConstantFill", "\"extra_shape\""});
   expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("input_as_shape", true)}); },
                              {"ConstantFill", "\"input_as_shape\""});
-  expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("shape", I64{2, -1})}); },
-                             {"ConstantFill", "\"shape\"", "negative"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("shape", I64{2, -1})});
+      },
+      {"ConstantFill", "\"shape\"", "negative"});
   expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("shape", int64_t{2})}); },
                              {"\"shape\"", "ints"});
   expect_error<InvalidInput>([&] { create_op(ws, "ConstantFill", {}, {"y"}, {make_arg("input_as_shape", 2)}); },
@@ -178,10 +185,14 @@ TEST(FillOps, GivenTensorFillWithDtype) {
   run_op(ws, "GivenTensorFill", {}, {"b"}, {make_arg("values", F64{1, 0}), make_arg("dtype", 5)});
   EXPECT_EQ(fetch(ws, "b"), Tensor::from_vector<bool>({2}, std::vector<bool>{true, false}));
   expect_error<InvalidInput>(
-      [&] { create_op(ws, "GivenTensorFill", {}, {"y"}, {make_arg("values", F64{1, 1.5}), make_arg("dtype", 10)}); },
+      [&] {
+        create_op(ws, "GivenTensorFill", {}, {"y"}, {make_arg("values", F64{1, 1.5}), make_arg("dtype", 10)});
+      },
       {"GivenTensorFill", "\"values\"[1]", "1.5", "INT64"});
   expect_error<InvalidInput>(
-      [&] { create_op(ws, "GivenTensorFill", {}, {"y"}, {make_arg("values", F64{1}), make_arg("dtype", 4)}); },
+      [&] {
+        create_op(ws, "GivenTensorFill", {}, {"y"}, {make_arg("values", F64{1}), make_arg("dtype", 4)});
+      },
       {"GivenTensorFill", "\"dtype\"", "STRING"});
 }
 
@@ -203,7 +214,9 @@ TEST(FillOps, GivenTensorTypedFills) {
 TEST(FillOps, GivenTensorFillValueErrors) {
   Workspace ws;
   expect_error<InvalidInput>(
-      [&] { create_op(ws, "GivenTensorIntFill", {}, {"y"}, {make_arg("values", I64{1, int64_t{1} << 31})}); },
+      [&] {
+        create_op(ws, "GivenTensorIntFill", {}, {"y"}, {make_arg("values", I64{1, int64_t{1} << 31})});
+      },
       {"GivenTensorIntFill", "\"values\"[1]", "2147483648", "INT32"});
   expect_error<InvalidInput>([&] { create_op(ws, "GivenTensorBoolFill", {}, {"y"}, {make_arg("values", I64{2})}); },
                              {"GivenTensorBoolFill", "\"values\"[0]", "BOOL"});
@@ -213,22 +226,29 @@ TEST(FillOps, GivenTensorFillValueErrors) {
                              {"\"values\"", "strings"});
   expect_error<InvalidInput>([&] { create_op(ws, "GivenTensorFill", {}, {"y"}); },
                              {"missing required argument", "\"values\""});
-  expect_error<InvalidInput>([&] { create_op(ws, "GivenTensorInt64Fill", {}, {"y"}, {make_arg("values", I64{1}), make_arg("dtype", 10)}); },
-                             {"unknown argument", "\"dtype\""});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "GivenTensorInt64Fill", {}, {"y"}, {make_arg("values", I64{1}), make_arg("dtype", 10)});
+      },
+      {"unknown argument", "\"dtype\""});
 }
 
 TEST(FillOps, GivenTensorFillShapeMismatch) {
   Workspace ws;
   expect_error<InvalidInput>(
       [&] {
-        create_op(ws, "GivenTensorFill", {}, {"y"}, {make_arg("values", F64{1, 2, 3, 4}), make_arg("shape", I64{2, 3})});
+        create_op(ws, "GivenTensorFill", {}, {"y"},
+                  {make_arg("values", F64{1, 2, 3, 4}), make_arg("shape", I64{2, 3})});
       },
       {"GivenTensorFill", "\"shape\"", "[2,3]", "6", "4"});
   feed(ws, "x", Tensor(DType::Float, {3}));
   run_op(ws, "GivenTensorInt64Fill", {"x"}, {"y"}, {make_arg("values", I64{4, 5, 6})});
   EXPECT_EQ(fetch(ws, "y"), Tensor::vector<int64_t>({4, 5, 6}));
-  expect_error<InvalidInput>([&] { run_op(ws, "GivenTensorInt64Fill", {"x"}, {"z"}, {make_arg("values", I64{4, 5})}); },
-                             {"GivenTensorInt64Fill", "[3]", "\"x\"", "2"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "GivenTensorInt64Fill", {"x"}, {"z"}, {make_arg("values", I64{4, 5})});
+      },
+      {"GivenTensorInt64Fill", "[3]", "\"x\"", "2"});
 }
 
 TEST(FillOps, GivenTensorFillReusesStorage) {

@@ -23,7 +23,7 @@ TEST(LogicOps, ComparisonsSameShape) {
   feed(ws, "a", Tensor::vector<int64_t>({1, 2, 3}));
   feed(ws, "b", Tensor::vector<int64_t>({3, 2, 1}));
   const std::pair<const char*, B> cases[] = {
-      {"EQ", {false, true, false}}, {"NE", {true, false, true}}, {"LT", {true, false, false}},
+      {"EQ", {false, true, false}}, {"NE", {true, false, true}},  {"LT", {true, false, false}},
       {"LE", {true, true, false}},  {"GT", {false, false, true}}, {"GE", {false, true, true}},
   };
   for (const auto& [type, want] : cases) {

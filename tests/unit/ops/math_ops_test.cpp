@@ -93,8 +93,11 @@ TEST(MathOps, DivByZeroIsRuntimeError) {
   feed(ws, "b", Tensor::vector<int32_t>({2, 0}));
   feed(ws, "z", Tensor::scalar<int32_t>(0));
   feed(ws, "c", Tensor::vector<int32_t>({-1, -1}));
-  expect_error<RuntimeError>([&] { run_op(ws, "Div", {"a", "b"}, {"c"}); },
-                             {"Div", "integer division by zero", "\"a\"", "\"b\""});
+  expect_error<RuntimeError>(
+      [&] {
+        run_op(ws, "Div", {"a", "b"}, {"c"});
+      },
+      {"Div", "integer division by zero", "\"a\"", "\"b\""});
   EXPECT_EQ(fetch(ws, "c"), Tensor::vector<int32_t>({-1, -1}));  // untouched
   expect_error<RuntimeError>([&] { run_op(ws, "Div", {"a", "z"}, {"c"}); }, {"Div: integer division by zero"});
   expect_error<RuntimeError>([&] { run_op(ws, "Div", {"z", "z"}, {"q"}); }, {"Div: integer division by zero"});
@@ -106,8 +109,11 @@ TEST(MathOps, DivMinByMinusOneIsRuntimeError) {
   feed(ws, "n64", Tensor::scalar<int64_t>(-1));
   feed(ws, "m8", Tensor::vector<int8_t>({1, -128}));
   feed(ws, "n8", Tensor::scalar<int8_t>(-1));
-  expect_error<RuntimeError>([&] { run_op(ws, "Div", {"m64", "n64"}, {"o"}); },
-                             {"Div", "overflow", "-9223372036854775808 / -1"});
+  expect_error<RuntimeError>(
+      [&] {
+        run_op(ws, "Div", {"m64", "n64"}, {"o"});
+      },
+      {"Div", "overflow", "-9223372036854775808 / -1"});
   expect_error<RuntimeError>([&] { run_op(ws, "Div", {"m8", "n8"}, {"o"}); }, {"Div", "overflow", "-128 / -1"});
   // Unsigned: no such case.
   feed(ws, "u", Tensor::scalar<uint8_t>(255));
@@ -159,8 +165,11 @@ TEST(MathOps, DtypeMismatchIsTypeError) {
   Workspace ws;
   feed(ws, "a", Tensor::vector<int64_t>({1}));
   feed(ws, "b", Tensor::vector<float>({1}));
-  expect_error<TypeError>([&] { run_op(ws, "Add", {"a", "b"}, {"c"}); },
-                          {"Add", "\"a\"", "\"b\"", "int64", "float32", "different dtypes"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "Add", {"a", "b"}, {"c"});
+      },
+      {"Add", "\"a\"", "\"b\"", "int64", "float32", "different dtypes"});
 }
 
 TEST(MathOps, UnsupportedDtypesAreTypeErrors) {
@@ -176,13 +185,18 @@ TEST(MathOps, ShapeMismatchIsTypeError) {
   Workspace ws;
   feed(ws, "a", Tensor(DType::Float, {2, 3}));
   feed(ws, "b", Tensor(DType::Float, {3}));
-  expect_error<TypeError>([&] { run_op(ws, "Sub", {"a", "b"}, {"c"}); },
-                          {"Sub", "\"a\"", "float32[2,3]", "\"b\"", "float32[3]", "same shape"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "Sub", {"a", "b"}, {"c"});
+      },
+      {"Sub", "\"a\"", "float32[2,3]", "\"b\"", "float32[3]", "same shape"});
   feed(ws, "c", Tensor(DType::Float, {3, 2}));
   expect_error<TypeError>([&] { run_op(ws, "Add", {"a", "c"}, {"d"}); }, {"Add", "[2,3]", "[3,2]"});
   // Caffe2's axis broadcasting is named when asked for.
   expect_error<TypeError>(
-      [&] { run_op(ws, "Add", {"a", "b"}, {"d"}, {make_arg("broadcast", 1), make_arg("axis", 1)}); },
+      [&] {
+        run_op(ws, "Add", {"a", "b"}, {"d"}, {make_arg("broadcast", 1), make_arg("axis", 1)});
+      },
       {"Add", "axis", "not supported"});
 }
 
@@ -202,8 +216,11 @@ TEST(MathOps, ArityAndArgumentErrors) {
   expect_error<InvalidInput>([&] { create_op(ws, "Add", {"a"}, {"c"}); }, {"Add", "2 input"});
   expect_error<InvalidInput>([&] { create_op(ws, "Div", {"a", "a", "a"}, {"c"}); }, {"Div", "2 input"});
   expect_error<InvalidInput>([&] { create_op(ws, "Mul", {"a", "a"}, {}); }, {"Mul", "output"});
-  expect_error<InvalidInput>([&] { create_op(ws, "Add", {"a", "a"}, {"c"}, {make_arg("alpha", 1.0)}); },
-                             {"unknown argument", "\"alpha\"", "Add"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "Add", {"a", "a"}, {"c"}, {make_arg("alpha", 1.0)});
+      },
+      {"unknown argument", "\"alpha\"", "Add"});
   expect_error<InvalidInput>([&] { create_op(ws, "Sum", {}, {"c"}); }, {"Sum", "at least 1"});
   expect_error<InvalidInput>([&] { create_op(ws, "Sum", {"a", "a"}, {"a"}); }, {"Sum", "in place"});
   expect_error<InvalidInput>([&] { create_op(ws, "Add", {"a", "nope"}, {"c"}); }, {"Add", "nope"});

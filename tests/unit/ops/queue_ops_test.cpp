@@ -41,9 +41,9 @@ bool status(Workspace& ws, const std::string& name) {
 
 TEST(QueueOps, CreateBlobsQueue) {
   Workspace ws;
-  run_op(ws, "CreateBlobsQueue", {}, {"q"},
-         {make_arg("capacity", 3), make_arg("num_blobs", 2),
-          make_arg("field_names", std::vector<std::string>{"a", "b"})});
+  run_op(
+      ws, "CreateBlobsQueue", {}, {"q"},
+      {make_arg("capacity", 3), make_arg("num_blobs", 2), make_arg("field_names", std::vector<std::string>{"a", "b"})});
   const BlobsQueuePtr& q = ws.blob("q").get<BlobsQueuePtr>();
   EXPECT_EQ(q->name(), "q");
   EXPECT_EQ(q->capacity(), 3);
@@ -109,9 +109,8 @@ TEST(QueueOps, EnqueueAndDequeueFailOnClosedQueue) {
 TEST(QueueOps, DequeueTimeout) {
   Workspace ws;
   create_queue(ws, "q", 1);
-  expect_error<RuntimeError>(
-      [&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}, {make_arg("timeout_secs", 0.05)}); },
-      {"DequeueBlobs", "\"q\"", "DequeueBlobs timed out in 0.05 secs"});
+  expect_error<RuntimeError>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}, {make_arg("timeout_secs", 0.05)}); },
+                             {"DequeueBlobs", "\"q\"", "DequeueBlobs timed out in 0.05 secs"});
 }
 
 // ---- timeouts -------------------------------------------------------------------------------------
@@ -139,9 +138,7 @@ void expect_write_times_out(const std::string& op_type, std::vector<std::string>
 
 TEST(QueueOps, EnqueueTimeout) { expect_write_times_out("EnqueueBlobs", {"a"}); }
 
-TEST(QueueOps, SafeEnqueueTimeoutIsAnErrorNotAStatus) {
-  expect_write_times_out("SafeEnqueueBlobs", {"a", "s"});
-}
+TEST(QueueOps, SafeEnqueueTimeoutIsAnErrorNotAStatus) { expect_write_times_out("SafeEnqueueBlobs", {"a", "s"}); }
 
 // A reader frees the slot before the timeout: the write succeeds (for both enqueue operators).
 TEST(QueueOps, TimedEnqueueSucceedsWhenAReaderFreesASlot) {
@@ -195,8 +192,8 @@ TEST(QueueOps, SafeDequeueTimeout) {
   // One deadline for a batch: a record there, then nothing more: the partial batch after the timeout.
   feed(ws, "a", Tensor::vector<int64_t>({7}));
   run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
-  auto op = create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"},
-                      {make_arg("timeout_secs", 0.2), make_arg("num_records", 3)});
+  auto op =
+      create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}, {make_arg("timeout_secs", 0.2), make_arg("num_records", 3)});
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(op->run());
   const auto waited = std::chrono::steady_clock::now() - t0;
@@ -214,14 +211,23 @@ TEST(QueueOps, InvalidTimeoutsAreRefusedAtConstruction) {
   for (double bad : {-1.0, -1e-9, inf, -inf, std::numeric_limits<double>::quiet_NaN()}) {
     SCOPED_TRACE(bad);
     const std::vector<Argument> args{make_arg("timeout_secs", bad)};
-    expect_error<InvalidInput>([&] { create_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}, args); },
-                               {"EnqueueBlobs", "\"timeout_secs\"", "finite"});
-    expect_error<InvalidInput>([&] { create_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}, args); },
-                               {"SafeEnqueueBlobs", "\"timeout_secs\"", "finite"});
+    expect_error<InvalidInput>(
+        [&] {
+          create_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}, args);
+        },
+        {"EnqueueBlobs", "\"timeout_secs\"", "finite"});
+    expect_error<InvalidInput>(
+        [&] {
+          create_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}, args);
+        },
+        {"SafeEnqueueBlobs", "\"timeout_secs\"", "finite"});
     expect_error<InvalidInput>([&] { create_op(ws, "DequeueBlobs", {"q"}, {"x"}, args); },
                                {"DequeueBlobs", "\"timeout_secs\"", "finite"});
-    expect_error<InvalidInput>([&] { create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}, args); },
-                               {"SafeDequeueBlobs", "\"timeout_secs\"", "finite"});
+    expect_error<InvalidInput>(
+        [&] {
+          create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}, args);
+        },
+        {"SafeDequeueBlobs", "\"timeout_secs\"", "finite"});
   }
   // 0 (forever) and huge finite timeouts are fine.
   create_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}, {make_arg("timeout_secs", 0.0)});
@@ -233,13 +239,22 @@ TEST(QueueOps, ArityAndInPlaceErrors) {
   create_queue(ws, "q", 1, 2);
   feed(ws, "a", Tensor::scalar<int64_t>(1));
   feed(ws, "b", Tensor::scalar<int64_t>(1));
-  expect_error<InvalidInput>([&] { create_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a", "c"}); },
-                             {"EnqueueBlobs must work in place", "\"c\"", "\"b\""});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a", "c"});
+      },
+      {"EnqueueBlobs must work in place", "\"c\"", "\"b\""});
   expect_error<InvalidInput>([&] { create_op(ws, "EnqueueBlobs", {"q", "a", "b"}, {"a"}); }, {"EnqueueBlobs"});
-  expect_error<InvalidInput>([&] { create_op(ws, "SafeEnqueueBlobs", {"q", "a", "b"}, {"a", "b"}); },
-                             {"SafeEnqueueBlobs", "status"});
-  expect_error<InvalidInput>([&] { create_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"b", "s"}); },
-                             {"SafeEnqueueBlobs must work in place"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "SafeEnqueueBlobs", {"q", "a", "b"}, {"a", "b"});
+      },
+      {"SafeEnqueueBlobs", "status"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"b", "s"});
+      },
+      {"SafeEnqueueBlobs must work in place"});
   expect_error<InvalidInput>([&] { create_op(ws, "SafeDequeueBlobs", {"q"}, {"x"}); }, {});
   expect_error<InvalidInput>([&] { create_op(ws, "CloseBlobsQueue", {"q"}, {"x"}); }, {});
 }
@@ -248,16 +263,31 @@ TEST(QueueOps, NumBlobsMismatchNamesTheOperator) {
   Workspace ws;
   create_queue(ws, "q", 1, 2);
   feed(ws, "a", Tensor::scalar<int64_t>(1));
-  expect_error<InvalidInput>([&] { run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}); },
-                             {"EnqueueBlobs", "\"q\"", "records of 2 blobs", "moves 1"});
-  expect_error<InvalidInput>([&] { run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}); },
-                             {"SafeEnqueueBlobs", "records of 2 blobs"});
-  expect_error<InvalidInput>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x", "y", "z"}); },
-                             {"DequeueBlobs", "records of 2 blobs", "moves 3"});
-  expect_error<InvalidInput>([&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}); },
-                             {"SafeDequeueBlobs", "records of 2 blobs"});
-  expect_error<InvalidInput>([&] { run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"}); },
-                             {"WeightedSampleDequeueBlobs", "records of 2 blobs"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
+      },
+      {"EnqueueBlobs", "\"q\"", "records of 2 blobs", "moves 1"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"});
+      },
+      {"SafeEnqueueBlobs", "records of 2 blobs"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "DequeueBlobs", {"q"}, {"x", "y", "z"});
+      },
+      {"DequeueBlobs", "records of 2 blobs", "moves 3"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"});
+      },
+      {"SafeDequeueBlobs", "records of 2 blobs"});
+  expect_error<InvalidInput>(
+      [&] {
+        run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"});
+      },
+      {"WeightedSampleDequeueBlobs", "records of 2 blobs"});
   EXPECT_EQ(queue_of(ws, "q").size(), 0u);  // nothing moved
 }
 
@@ -268,15 +298,27 @@ TEST(QueueOps, InputThatIsNotAQueueIsATypeError) {
   expect_error<TypeError>([&] { run_op(ws, "DequeueBlobs", {"q"}, {"x"}); }, {"q"});
   expect_error<TypeError>([&] { run_op(ws, "CloseBlobsQueue", {"q"}, {}); }, {"q"});
   feed(ws, "a", Tensor::scalar<int64_t>(5));
-  expect_error<TypeError>([&] { run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"}); },
-                          {"input 0 (\"q\") holds", "expected"});
-  expect_error<TypeError>([&] { run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"}); },
-                          {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "EnqueueBlobs", {"q", "a"}, {"a"});
+      },
+      {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "SafeEnqueueBlobs", {"q", "a"}, {"a", "s"});
+      },
+      {"input 0 (\"q\") holds", "expected"});
   EXPECT_EQ(fetch(ws, "a").item<int64_t>(), 5);  // not moved
-  expect_error<TypeError>([&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}); },
-                          {"input 0 (\"q\") holds", "expected"});
-  expect_error<TypeError>([&] { run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"}); },
-                          {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"});
+      },
+      {"input 0 (\"q\") holds", "expected"});
+  expect_error<TypeError>(
+      [&] {
+        run_op(ws, "WeightedSampleDequeueBlobs", {"q"}, {"x", "s"});
+      },
+      {"input 0 (\"q\") holds", "expected"});
   // The second of two queues (the weights pick it).
   create_queue(ws, "real", 1);
   expect_error<TypeError>(
@@ -373,30 +415,40 @@ TEST(QueueOps, SafeDequeueManyErrors) {
   create_queue(ws, "q0", 1);
   for (int64_t bad : {0, -2})
     expect_error<InvalidInput>(
-        [&] { create_op(ws, "SafeDequeueBlobs", {"q0"}, {"x", "s"}, {make_arg("num_records", bad)}); },
+        [&] {
+          create_op(ws, "SafeDequeueBlobs", {"q0"}, {"x", "s"}, {make_arg("num_records", bad)});
+        },
         {"SafeDequeueBlobs", "\"num_records\""});
   create_queue(ws, "q", 4, 2);
   enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 2}, {1, 2}), Tensor::vector<int64_t>({1}));
   enqueue_rows(ws, "q", Tensor::from_vector<float>({1, 3}, {1, 2, 3}), Tensor::vector<int64_t>({2}));
   expect_error<TypeError>(
-      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)});
+      },
       {"SafeDequeueBlobs", "field 0", "\"x\"", "float32[1,2]", "float32[1,3]"});
   enqueue_rows(ws, "q", Tensor::vector<float>({1}), Tensor::vector<int64_t>({1}));
   enqueue_rows(ws, "q", Tensor::vector<float>({1}), Tensor::vector<int32_t>({2}));
   expect_error<TypeError>(
-      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)});
+      },
       {"field 1", "\"y\"", "int64[1]", "int32[1]"});
   enqueue_rows(ws, "q", Tensor::scalar<float>(1), Tensor::vector<int64_t>({1}));
   enqueue_rows(ws, "q", Tensor::scalar<float>(2), Tensor::vector<int64_t>({2}));
   expect_error<TypeError>(
-      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)});
+      },
       {"0-d"});
   feed(ws, "ea", Tensor::vector<float>({1}));
   ws.create_blob("eb")->emplace<int>(3);
   run_op(ws, "EnqueueBlobs", {"q", "ea", "eb"}, {"ea", "eb"});
   run_op(ws, "CloseBlobsQueue", {"q"}, {});
   expect_error<TypeError>(
-      [&] { run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)}); },
+      [&] {
+        run_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "y", "s"}, {make_arg("num_records", 2)});
+      },
       {"not a tensor"});
 }
 
@@ -417,8 +469,7 @@ TEST(QueueOps, SafeDequeueManyAllocatesNothingUpFront) {
                             {make_arg("num_records", int64_t{1000000})}));
   const std::size_t after = in_use();  // 0 under sanitizers that replace malloc: passes
   EXPECT_LT(after - std::min(after, before), std::size_t{1} << 20) << "bytes allocated by 4 operators";
-  create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"},
-            {make_arg("num_records", std::numeric_limits<int64_t>::max())});
+  create_op(ws, "SafeDequeueBlobs", {"q"}, {"x", "s"}, {make_arg("num_records", std::numeric_limits<int64_t>::max())});
 }
 
 // No cap on num_records: a batch of more than 2^20 records (the former silent cap) is read whole.
@@ -517,10 +568,16 @@ TEST(QueueOps, WeightedSampleErrors) {
   auto make = [&](std::vector<Argument> args, std::vector<std::string> outs = {"x", "s"}) {
     create_op(ws, "WeightedSampleDequeueBlobs", {"q0", "q1"}, outs, std::move(args));
   };
-  expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{0.0, 0.0})}); },
-                             {"WeightedSampleDequeueBlobs", "Sum of weights must be positive"});
-  expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{-1.0, 2.0})}); },
-                             {"WeightedSampleDequeueBlobs", "non-negative", "\"q0\""});
+  expect_error<InvalidInput>(
+      [&] {
+        make({make_arg("weights", std::vector<double>{0.0, 0.0})});
+      },
+      {"WeightedSampleDequeueBlobs", "Sum of weights must be positive"});
+  expect_error<InvalidInput>(
+      [&] {
+        make({make_arg("weights", std::vector<double>{-1.0, 2.0})});
+      },
+      {"WeightedSampleDequeueBlobs", "non-negative", "\"q0\""});
   expect_error<InvalidInput>([&] { make({make_arg("weights", std::vector<double>{1.0})}); },
                              {"\"weights\"", "1 values for 2 queues"});
   expect_error<InvalidInput>([&] { make({make_arg("table_idx_blob", 1)}); }, {"\"table_idx_blob\" = 1"});
@@ -564,9 +621,8 @@ class InitDoneOp final : public OperatorBase {
 
 void register_init_done() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    register_operator<InitDoneOp>(OpSchema("QueueTestInitDone").doc("test: counts its runs"));
-  });
+  std::call_once(once,
+                 [] { register_operator<InitDoneOp>(OpSchema("QueueTestInitDone").doc("test: counts its runs")); });
 }
 
 // A plan whose "blocked" net holds one queue operator that blocks forever: on an empty queue (reads)
@@ -676,7 +732,7 @@ TEST(QueueOpsCancel, CancelBeforeRunStillPreventsBlocking) {
   Workspace ws;
   create_queue(ws, "q", 1);
   auto op = create_op(ws, "DequeueBlobs", {"q"}, {"x"});
-  op->cancel();  // arrives before run() bound the queue
+  op->cancel();            // arrives before run() bound the queue
   EXPECT_TRUE(op->run());  // closes the queue on binding, does not block; not an error after cancel
   EXPECT_TRUE(queue_of(ws, "q").is_closed());
 }

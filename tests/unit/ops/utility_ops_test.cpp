@@ -1,12 +1,12 @@
 // Unit tests of the utility operators: Copy, Print, GetAllBlobNames, CreateMutex, Iter, AtomicIter, StatRegistryExport.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "moka/ops/counter.h"
 #include "moka/ops/mutex.h"
@@ -85,7 +85,8 @@ TEST(UtilityOps, PrintArgumentErrors) {
   feed(ws, "x", Tensor::scalar<int64_t>(0));
   expect_error<InvalidInput>([&] { create_op(ws, "Print", {"x"}, {}, {make_arg("every_n", 0)}); },
                              {"Print", "\"every_n\""});
-  expect_error<InvalidInput>([&] { create_op(ws, "Print", {"x"}, {}, {make_arg("limit", -1)}); }, {"Print", "\"limit\""});
+  expect_error<InvalidInput>([&] { create_op(ws, "Print", {"x"}, {}, {make_arg("limit", -1)}); },
+                             {"Print", "\"limit\""});
   expect_error<InvalidInput>([&] { create_op(ws, "Print", {"x"}, {}, {make_arg("to_file", 2)}); },
                              {"Print", "\"to_file\""});
   ws.set_root_folder("/nonexistent/moka/dir");
@@ -138,7 +139,8 @@ TEST(UtilityOps, IterErrors) {
   feed(ws, "neg", Tensor::vector<int64_t>({-1}));
   feed(ws, "f", Tensor::vector<float>({1}));
   feed(ws, "two", Tensor::vector<int64_t>({1, 2}));
-  expect_error<RuntimeError>([&] { run_op(ws, "Iter", {"max"}, {"max"}); }, {"Iter", "Overflow will happen!", "\"max\""});
+  expect_error<RuntimeError>([&] { run_op(ws, "Iter", {"max"}, {"max"}); },
+                             {"Iter", "Overflow will happen!", "\"max\""});
   EXPECT_EQ(fetch(ws, "max").item<int64_t>(), std::numeric_limits<int64_t>::max());
   expect_error<RuntimeError>([&] { run_op(ws, "Iter", {"neg"}, {"neg"}); }, {"Iter", "negative", "\"neg\""});
   expect_error<TypeError>([&] { run_op(ws, "Iter", {"f"}, {"f"}); }, {"Iter", "\"f\"", "int64"});
@@ -175,11 +177,13 @@ TEST(UtilityOps, AtomicIterErrors) {
   feed(ws, "iter", Tensor::vector<int64_t>({0}));
   feed(ws, "notmu", Tensor::vector<int64_t>({0}));
   run_op(ws, "CreateMutex", {}, {"mu"});
-  expect_error<InvalidInput>([&] { create_op(ws, "AtomicIter", {"mu", "iter"}, {"other"}); },
-                             {"AtomicIter", "in place", "\"iter\""});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "AtomicIter", {"mu", "iter"}, {"other"});
+      },
+      {"AtomicIter", "in place", "\"iter\""});
   expect_error<InvalidInput>([&] { create_op(ws, "AtomicIter", {"iter"}, {"iter"}); }, {"AtomicIter", "2 input"});
-  expect_error<TypeError>([&] { run_op(ws, "AtomicIter", {"notmu", "iter"}, {"iter"}); },
-                          {"\"notmu\"", "BlobMutex"});
+  expect_error<TypeError>([&] { run_op(ws, "AtomicIter", {"notmu", "iter"}, {"iter"}); }, {"\"notmu\"", "BlobMutex"});
 }
 
 TEST(UtilityOps, StatRegistryExport) {
@@ -201,8 +205,11 @@ TEST(UtilityOps, StatRegistryExport) {
   EXPECT_GT(vals<int64_t>(fetch(ws, "ts")).at(0), 0);
   run_op(ws, "StatRegistryExport", {}, {"k", "v", "ts"});  // reset defaults to 1
   EXPECT_EQ(StatRegistry::global().get("utility_test/a"), 0);
-  expect_error<InvalidInput>([&] { create_op(ws, "StatRegistryExport", {}, {"k", "v"}); },
-                             {"StatRegistryExport", "3 output"});
+  expect_error<InvalidInput>(
+      [&] {
+        create_op(ws, "StatRegistryExport", {}, {"k", "v"});
+      },
+      {"StatRegistryExport", "3 output"});
 }
 
 }  // namespace

@@ -24,9 +24,7 @@ TaskGroup endless_group() {
       BlobRef q = ops::op("CreateBlobsQueue", {}, 1, {{"capacity", 1}})[0];
       ops::op("DequeueBlobs", {q}, 1);
     });
-    Node("n2", [&] {
-      Task({.name = "spin"}, [&] { ops::loop([&] { ops::stop_if(ops::Const(false)); }); });
-    });
+    Node("n2", [&] { Task({.name = "spin"}, [&] { ops::loop([&] { ops::stop_if(ops::Const(false)); }); }); });
   });
 }
 
@@ -77,7 +75,8 @@ TEST(CancelSession, CancelFromAnotherThreadStopsBlockedAndLoopingNodesWithin1s) 
 // Same class as a DequeueBlobs that waits for ever: a reader's delay ends when its run is cancelled.
 TEST(CancelSession, CancelEndsAReaderWithDelayWithin1s) {
   auto token = std::make_shared<CancelToken>();
-  const auto took = cancelled_run_time(token, [&] { token->cancel(); }, delayed_reader_group);
+  const auto took = cancelled_run_time(
+      token, [&] { token->cancel(); }, delayed_reader_group);
   EXPECT_LT(took.count(), 1000);
 }
 

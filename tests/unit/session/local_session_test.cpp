@@ -43,9 +43,7 @@ TEST(LocalSession, SharedWorkspaceOptionMergesNodes) {
 TEST(LocalSession, GlobalTaskBlobsPersistPrivateOnesVanish) {
   LocalSession session;
   // A bare Task runs GLOBAL: its blobs stay in the node workspace across runs.
-  Task counter_task([&] {
-    ops::Const(5, {.blob_out = "kept"});
-  });
+  Task counter_task([&] { ops::Const(5, {.blob_out = "kept"}); });
   session.run(counter_task);
   EXPECT_TRUE(session.workspace().has_blob("kept"));
   // A TaskGroup() task is PRIVATE: new blobs vanish, existing ones are written in place.
@@ -88,9 +86,8 @@ TEST(LocalSession, DropsWhatItCompiledForRunnablesNobodyHolds) {
   const std::size_t nets_before = session.workspace().nets().size();
   TaskOutput last;
   for (int i = 0; i < 50; ++i) {
-    TaskGroup per_epoch(WorkspaceType::Global, [&] {
-      Task([&] { last = final_output(ops::Const(int64_t{i}, {.blob_out = "per_epoch"})); });
-    });
+    TaskGroup per_epoch(WorkspaceType::Global,
+                        [&] { Task([&] { last = final_output(ops::Const(int64_t{i}, {.blob_out = "per_epoch"})); }); });
     session.run(per_epoch);
   }
   EXPECT_EQ(session.num_compiled(), 2u) << "the held group and the last one run";
@@ -229,9 +226,7 @@ TEST(LocalSession, CompiledTaskGroupRoundTripsThroughJson) {
 }
 
 TEST(LocalSession, CallablesRefuseToSerialise) {
-  TaskGroup tg([&] {
-    Task([&] { ops::call(CallableFn([](std::span<Blob* const>, std::span<Blob* const>) {})); });
-  });
+  TaskGroup tg([&] { Task([&] { ops::call(CallableFn([](std::span<Blob* const>, std::span<Blob* const>) {})); }); });
   LocalSession session;
   EXPECT_THROW((void)to_json(session.compile(tg)), InvalidInput);
 }

@@ -1,4 +1,5 @@
-// Runnables run again: the same Task in fresh sessions and in groups, setup and report blocks every time, outputs of the latest run.
+// Runnables run again: the same Task in fresh sessions and in groups, setup and report blocks every time, outputs of
+// the latest run.
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -82,9 +82,8 @@ TEST_F(RunTaskGroup, NodesRunConcurrently) {
       }
     };
   });
-  const int64_t set_token = register_callable([] {
-    return [](std::span<Blob* const>, std::span<Blob* const>) { b_ran = true; };
-  });
+  const int64_t set_token =
+      register_callable([] { return [](std::span<Blob* const>, std::span<Blob* const>) { b_ran = true; }; });
   TaskGroupDef g;
   g.nodes.push_back(node_plan("a", {make_op("Callable", {}, {}, {make_arg("token", wait_token)})}));
   g.nodes.push_back(node_plan("b", {make_op("Callable", {}, {}, {make_arg("token", set_token)})}));
