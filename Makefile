@@ -1,4 +1,4 @@
-# Makefile: one-word entry points (demo, test, build, asan, tsan, bench, fuzz, clean) over the CMake presets.
+# Makefile: one-word entry points (demo, test, build, asan, tsan, bench, fuzz, format, clean) over the CMake presets.
 # Variables: JOBS (parallel jobs, default nproc), FUZZ_SECONDS (default 600),
 # BUILD_ROOT (where preset build trees go, default build; build/<preset> matches CMakePresets.json),
 # CMAKE_ARGS (extra configure arguments, e.g. CMAKE_ARGS=-DMOKA_BUILD_BENCH=OFF).
@@ -22,7 +22,7 @@ build_preset = cmake --build $(BUILD_ROOT)/$(1) -j $(JOBS) $(if $(2),--target $(
 # test(preset): run its test preset (sanitizer environments come from CMakePresets.json).
 test_preset = ctest --preset $(1) --test-dir $(BUILD_ROOT)/$(1) -j $(JOBS)
 
-.PHONY: all help bootstrap demo build test test-one-cpu asan tsan bench fuzz crash-test clean
+.PHONY: all help bootstrap demo build test test-one-cpu asan tsan bench fuzz crash-test format format-check clean
 
 all: build
 
@@ -36,6 +36,8 @@ help:
 	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/"
 	@echo "make fuzz    libFuzzer build, then the fuzzers ($(FUZZ_TARGETS)), FUZZ_SECONDS=$(FUZZ_SECONDS) each"
 	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run"
+	@echo "make format  reformat every tracked C++ file with clang-format (.clang-format)"
+	@echo "make format-check  fail, listing them, when tracked C++ files are not formatted"
 	@echo "make clean   remove the preset build trees"
 
 bootstrap:
@@ -91,6 +93,13 @@ fuzz: bootstrap
 # The crash-safety test with the full trial count (make test runs a few trials).
 crash-test: build
 	MOKA_CRASH_TRIALS=$(CRASH_TRIALS) $(RELEASE_DIR)/tests/moka_stress_durability_tests
+
+# clang-format over the C++ files git tracks (so build trees and scratch files are never touched).
+format: bootstrap
+	git ls-files -z '*.cpp' '*.h' | xargs -0 clang-format -i
+
+format-check: bootstrap
+	bash scripts/format-check
 
 clean:
 	rm -rf $(addprefix $(BUILD_ROOT)/,dev release ci asan tsan fuzz)
