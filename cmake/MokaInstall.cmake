@@ -5,7 +5,8 @@ install(TARGETS moka EXPORT mokaTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS moka_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/moka DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Headers of moka::detail only (used by moka's own tests) are not installed; moka/moka.h names them.
+install(DIRECTORY include/moka DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "worker_pool.h" EXCLUDE)
 install(EXPORT mokaTargets NAMESPACE moka:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moka)
 configure_package_config_file(cmake/mokaConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/mokaConfig.cmake

@@ -1,9 +1,12 @@
 // Umbrella header: every public moka header.
+// Left out: moka/build/ops_builtin.h, ops_control.h, ops_control_net.h, ops_setup.h (moka/build/ops.h includes them:
+// it is their one entry point); moka/exec/worker_pool.h (moka::detail, for moka's own tests; not installed).
 #pragma once
 
 #include "moka/build/blob_ref.h"
 #include "moka/build/cluster.h"
 #include "moka/build/context.h"
+#include "moka/build/control_ops_util.h"
 #include "moka/build/execution_step.h"
 #include "moka/build/name_scope.h"
 #include "moka/build/net.h"
@@ -17,6 +20,7 @@
 #include "moka/core/blocking.h"
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
+#include "moka/core/net_base.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/argument.h"
@@ -57,9 +61,13 @@
 #include "moka/ops/arguments.h"
 #include "moka/ops/blobs_queue.h"
 #include "moka/ops/callable.h"
+#include "moka/ops/counter.h"
+#include "moka/ops/mutex.h"
 #include "moka/ops/operator.h"
 #include "moka/ops/registry.h"
 #include "moka/ops/schema.h"
+#include "moka/ops/stats.h"
+#include "moka/ops/timer.h"
 #include "moka/ops/tree_cursor.h"
 #include "moka/session/local_session.h"
 #include "moka/session/node_workspaces.h"
