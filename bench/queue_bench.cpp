@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "moka/ops/blobs_queue.h"
+#include "moka/operators/blobs_queue.h"
 
 #include "busy_neighbours.h"
 

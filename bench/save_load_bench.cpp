@@ -53,11 +53,11 @@
 #include <string_view>
 #include <vector>
 
-#include "moka/io/blob_serializer.h"
-#include "moka/io/db.h"
-#include "moka/io/db_streams.h"
-#include "moka/io/save_load.h"
 #include "moka/moka.h"
+#include "moka/storage/blob_serializer.h"
+#include "moka/storage/db.h"
+#include "moka/storage/db_streams.h"
+#include "moka/storage/save_load.h"
 
 namespace {
 

@@ -1,6 +1,8 @@
 # Installs moka::moka with its headers and a CMake package config (find_package(moka CONFIG REQUIRED)).
 include(CMakePackageConfigHelpers)
-install(TARGETS moka EXPORT mokaTargets
+# moka::moka is an interface library over one static library per layer (moka::core, moka::defs, ...).
+list(TRANSFORM MOKA_LAYERS PREPEND moka_ OUTPUT_VARIABLE moka_layer_targets)
+install(TARGETS moka ${moka_layer_targets} EXPORT mokaTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

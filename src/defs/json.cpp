@@ -24,7 +24,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-/// Same value as kCallableOpType in moka/ops/callable.h; not included because defs sits below ops.
+/// Same value as kCallableOpType in moka/operators/callable.h; not included because defs sits below ops.
 constexpr std::string_view kCallableType = "Callable";
 /// Substep nesting and net-in-argument nesting limit, so a hostile file cannot exhaust the stack.
 constexpr int kMaxNesting = 64;

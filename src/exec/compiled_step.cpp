@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "moka/core/error.h"
-#include "moka/ops/registry.h"
+#include "moka/operators/registry.h"
 
 namespace moka::detail {
 

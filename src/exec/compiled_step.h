@@ -15,8 +15,8 @@
 
 #include "moka/core/workspace.h"
 #include "moka/defs/plan_def.h"
-#include "moka/exec/net.h"
 #include "moka/exec/plan_executor.h"
+#include "moka/exec/simple_net.h"
 
 namespace moka::detail {
 

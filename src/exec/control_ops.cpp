@@ -13,8 +13,8 @@
 
 #include "exec/fiber.h"
 #include "moka/core/error.h"
-#include "moka/exec/net.h"
-#include "moka/ops/registry.h"
+#include "moka/exec/simple_net.h"
+#include "moka/operators/registry.h"
 
 namespace moka {
 

@@ -7,8 +7,9 @@
 #include "moka/core/error.h"
 #include "moka/exec/control_ops.h"
 #include "moka/exec/plan_executor.h"
-#include "moka/ops/operator.h"
-#include "moka/ops/registry.h"
+#include "moka/exec/register_operators.h"
+#include "moka/operators/operator.h"
+#include "moka/operators/registry.h"
 
 namespace moka {
 
@@ -86,7 +87,7 @@ void check_ops(const NetDef& net, int depth) {
 }  // namespace
 
 void check_plan(const PlanDef& plan) {
-  register_control_operators();
+  register_all_operators();
   std::set<std::string> names;
   for (std::size_t n = 0; n < plan.network.size(); ++n) {
     const NetDef& net = plan.network[n];

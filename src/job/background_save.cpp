@@ -12,8 +12,8 @@
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
-#include "moka/io/blob_serializer.h"
-#include "moka/io/db.h"
+#include "moka/storage/blob_serializer.h"
+#include "moka/storage/db.h"
 
 namespace moka::detail {
 namespace {

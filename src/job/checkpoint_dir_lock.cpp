@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "moka/core/error.h"
-#include "moka/io/db.h"
+#include "moka/storage/db.h"
 
 namespace moka::detail {
 namespace {

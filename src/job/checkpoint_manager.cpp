@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "moka/build/cluster.h"
-#include "moka/build/ops.h"
-#include "moka/build/task_output.h"
+#include "moka/builder/cluster.h"
+#include "moka/builder/ops.h"
+#include "moka/builder/task_output.h"
 #include "moka/core/error.h"
 #include "moka/job/checkpoint_manifest.h"
 #include "moka/session/session.h"

@@ -19,7 +19,7 @@
 
 #include "moka/core/error.h"
 #include "moka/defs/definition_file.h"
-#include "moka/io/db.h"
+#include "moka/storage/db.h"
 
 // Header-only xxHash, as in blob_serializer.cpp: nothing to link.
 #define XXH_INLINE_ALL

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "moka/build/net.h"
-#include "moka/build/task.h"
+#include "moka/builder/net.h"
+#include "moka/builder/task.h"
 #include "moka/core/error.h"
 #include "moka/job/job.h"
 

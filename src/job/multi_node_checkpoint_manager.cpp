@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "moka/build/cluster.h"
+#include "moka/builder/cluster.h"
 #include "moka/core/error.h"
 #include "moka/session/session.h"
 

@@ -23,11 +23,11 @@
 #include "moka/core/workspace.h"
 #include "moka/defs/json.h"
 #include "moka/exec/job_check.h"
-#include "moka/io/blob_serializer.h"
-#include "moka/io/db.h"
-#include "moka/io/save_load.h"
 #include "moka/job/checkpoint_manager.h"
 #include "moka/session/run_task_group.h"
+#include "moka/storage/blob_serializer.h"
+#include "moka/storage/db.h"
+#include "moka/storage/save_load.h"
 
 namespace moka {
 namespace {

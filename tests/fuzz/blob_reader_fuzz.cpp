@@ -9,7 +9,7 @@
 
 #include "moka/core/blob.h"
 #include "moka/core/error.h"
-#include "moka/io/blob_serializer.h"
+#include "moka/storage/blob_serializer.h"
 
 namespace {
 

@@ -26,9 +26,9 @@
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
-#include "moka/io/blob_serializer.h"
-#include "moka/io/db.h"
-#include "moka/io/save_load.h"
+#include "moka/storage/blob_serializer.h"
+#include "moka/storage/db.h"
+#include "moka/storage/save_load.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "moka/build/task_group.h"
+#include "moka/builder/task_group.h"
 #include "moka/core/error.h"
 #include "moka/session/session.h"
 

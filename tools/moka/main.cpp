@@ -19,6 +19,7 @@
 
 #include "moka/defs/json.h"
 #include "moka/exec/control_ops.h"
+#include "moka/exec/register_operators.h"
 #include "moka/job/run_job.h"
 #include "moka/moka.h"
 
@@ -359,7 +360,7 @@ int cmd_check(const std::string& path) {
 }
 
 int cmd_ops(const std::string& type) {
-  moka::register_control_operators();  // If, While, Do, ... live in the exec layer
+  moka::register_all_operators();  // Save, Load, If, While, ... live above the operators layer
   const auto& reg = moka::OperatorRegistry::global();
   if (!type.empty()) {
     const moka::OpSchema* s = reg.schema(type);

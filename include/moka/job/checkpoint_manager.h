@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "moka/build/task.h"
-#include "moka/build/task_group.h"
+#include "moka/builder/task.h"
+#include "moka/builder/task_group.h"
 #include "moka/job/checkpoint_metadata_handler.h"
 
 namespace moka {

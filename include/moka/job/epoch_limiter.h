@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "moka/build/task_output.h"
+#include "moka/builder/task_output.h"
 
 namespace moka {
 

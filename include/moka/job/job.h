@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "moka/build/context.h"
-#include "moka/build/task_group.h"
-#include "moka/build/task_output.h"
+#include "moka/builder/context.h"
+#include "moka/builder/task_group.h"
+#include "moka/builder/task_output.h"
 
 namespace moka {
 

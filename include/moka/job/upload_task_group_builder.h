@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "moka/build/task_group.h"
+#include "moka/builder/task_group.h"
 
 namespace moka {
 

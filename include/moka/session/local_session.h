@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "moka/build/plan.h"
-#include "moka/build/task_group.h"
+#include "moka/builder/plan.h"
+#include "moka/builder/task_group.h"
 #include "moka/defs/task_group_def.h"
 #include "moka/exec/plan_executor.h"
 #include "moka/session/node_workspaces.h"

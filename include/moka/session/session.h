@@ -1,8 +1,8 @@
 // Session: what every session (LocalSession now, MpiSession later) offers: run runnables, close (docs/sessions.md §8).
 #pragma once
 
-#include "moka/build/plan.h"
-#include "moka/build/task_group.h"
+#include "moka/builder/plan.h"
+#include "moka/builder/task_group.h"
 
 namespace moka {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "moka/build/control_ops_util.h"
+#include "moka/builder/control_ops_util.h"
 #include "moka/exec/control_ops.h"
 #include "moka/moka.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "moka/moka.h"
-#include "moka/ops/stats.h"
+#include "moka/operators/stats.h"
 
 namespace moka {
 namespace {

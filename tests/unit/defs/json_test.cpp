@@ -13,7 +13,7 @@
 
 #include "moka/core/error.h"
 #include "moka/defs/json.h"
-#include "moka/ops/callable.h"
+#include "moka/operators/callable.h"
 
 namespace moka {
 namespace {

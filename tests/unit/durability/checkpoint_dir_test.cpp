@@ -15,10 +15,10 @@
 
 #include "moka/core/error.h"
 #include "moka/core/workspace.h"
-#include "moka/io/db.h"
-#include "moka/io/save_load.h"
 #include "moka/job/checkpoint_manifest.h"
 #include "moka/job/run_job.h"
+#include "moka/storage/db.h"
+#include "moka/storage/save_load.h"
 #include "unit/durability/run_job_support.h"
 
 namespace moka {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "moka/core/error.h"
-#include "moka/io/db.h"
 #include "moka/job/checkpoint_manifest.h"
+#include "moka/storage/db.h"
 #include "support/temp_dir.h"
 
 namespace moka {

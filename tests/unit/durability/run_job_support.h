@@ -10,8 +10,8 @@
 
 #include "moka/core/tensor.h"
 #include "moka/defs/json.h"
-#include "moka/io/blob_serializer.h"
 #include "moka/job/run_job.h"
+#include "moka/storage/blob_serializer.h"
 #include "support/temp_dir.h"
 
 namespace moka::run_job_test {

@@ -14,8 +14,8 @@
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/defs/json.h"
-#include "moka/io/blob_serializer.h"
 #include "moka/job/run_job.h"
+#include "moka/storage/blob_serializer.h"
 #include "support/temp_dir.h"
 #include "unit/durability/run_job_support.h"
 

@@ -19,7 +19,7 @@
 
 #include "../../../src/exec/fiber.h"
 #include "moka/core/tensor.h"
-#include "moka/ops/blobs_queue.h"
+#include "moka/operators/blobs_queue.h"
 
 namespace moka {
 namespace {

@@ -1,0 +1,19 @@
+// Internal: registration functions of the built-in operator families, called once by OperatorRegistry::global().
+#pragma once
+
+namespace moka {
+class OperatorRegistry;
+namespace detail {
+void register_builtin_operators(OperatorRegistry& reg);
+void register_callable_ops(OperatorRegistry& reg);
+void register_fill_ops(OperatorRegistry& reg);
+void register_math_ops(OperatorRegistry& reg);
+void register_logic_ops(OperatorRegistry& reg);
+void register_cast_ops(OperatorRegistry& reg);
+void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, GetAllBlobNames, CreateMutex, Iter, AtomicIter
+void register_counter_ops(OperatorRegistry& reg);
+void register_timer_ops(OperatorRegistry& reg);
+void register_dataset_ops(OperatorRegistry& reg);  // TreeCursor readers, Append, AtomicAppend, IsEmpty, ...
+void register_queue_ops(OperatorRegistry& reg);    // BlobsQueue operators (queue_ops.cpp)
+}  // namespace detail
+}  // namespace moka
