@@ -85,10 +85,27 @@ void Job::compile() {
   state_->compiled = true;
 }
 
-void Job::compile(LocalSession& session) {
+JobDef Job::compile(LocalSession& session) {
   compile();
-  for (TaskGroup* g : {&state_->init_group, &state_->epoch_group, &state_->download_group, &state_->exit_group})
-    session.compile(*g);
+  JobDef def;
+  def.init_group = session.compile(state_->init_group);
+  def.epoch_group = session.compile(state_->epoch_group);
+  def.download_group = session.compile(state_->download_group);
+  def.exit_group = session.compile(state_->exit_group);
+  for (const TaskOutput& condition : state_->stop_conditions) {
+    const Task* owner = nullptr;
+    for (const Task& task : state_->epoch_group.tasks())
+      for (const TaskOutput& output : task.outputs())
+        if (output.same_as(condition)) owner = &task;
+    if (!owner)
+      throw InvalidInput(
+          fmt::format("Job: stop condition {} is not an output of a task of the epoch group, so it "
+                      "cannot be read after an epoch",
+                      condition.repr()));
+    def.stop_conditions.push_back({owner->node(), condition.names().front()});
+  }
+  def.nodes_to_checkpoint = *state_->nodes_to_checkpoint;
+  return def;
 }
 
 bool Job::is_compiled() const { return state_->compiled; }

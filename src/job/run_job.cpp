@@ -35,7 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kBlobNames = "blob_names";  // Caffe2's CheckpointManager.BLOB_NAMES
+// The blob that lists what a node checkpoints: `<node>/blob_names`, as JobRunner's managers name it (decision 9),
+// so both write the same files. Checkpoints written before list it as plain `blob_names` (still read).
+std::string blob_list_name(const std::string& node) { return node + "/" + CheckpointManager::BLOB_NAMES; }
 constexpr const char* kDefaultDbType = "minidb";
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -221,10 +223,11 @@ class JobRun {
   void capture_blob_lists() {
     for (const auto& node : ckpt_nodes_) {
       Workspace& ws = nodes_.node(node);
+      const std::string list_name = blob_list_name(node);
       std::vector<std::string> names = ws.local_blobs();
-      if (std::find(names.begin(), names.end(), kBlobNames) == names.end()) names.push_back(kBlobNames);
+      if (std::find(names.begin(), names.end(), list_name) == names.end()) names.push_back(list_name);
       std::sort(names.begin(), names.end());  // deterministic files (Caffe2's order is unspecified)
-      Tensor& list = ws.create_blob(kBlobNames)->get_mutable<Tensor>();
+      Tensor& list = ws.create_blob(list_name)->get_mutable<Tensor>();
       list.resize(DType::String, {static_cast<int64_t>(names.size())});
       std::copy(names.begin(), names.end(), list.mutable_data<std::string>());
       blob_lists_[node] = std::move(names);
@@ -250,9 +253,11 @@ class JobRun {
       spec.load_all = true;
       try {
         load_blobs(ws, spec);
-        const Blob* list = ws.get_blob(kBlobNames);
+        const Blob* list = ws.get_blob(blob_list_name(node));
+        if (!list) list = ws.get_blob(CheckpointManager::BLOB_NAMES);  // written before the name had its node
         if (!list || !list->is_type<Tensor>() || list->get<Tensor>().dtype() != DType::String) {
-          throw CorruptData(fmt::format("checkpoint '{}' has no string tensor '{}'", spec.dbs.front(), kBlobNames));
+          throw CorruptData(
+              fmt::format("checkpoint '{}' has no string tensor '{}'", spec.dbs.front(), blob_list_name(node)));
         }
         const Tensor& t = list->get<Tensor>();
         blob_lists_[node].assign(t.data<std::string>(), t.data<std::string>() + t.numel());

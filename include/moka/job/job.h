@@ -10,6 +10,7 @@
 #include "moka/builder/context.h"
 #include "moka/builder/task_group.h"
 #include "moka/builder/task_output.h"
+#include "moka/defs/job_def.h"
 
 namespace moka {
 
@@ -79,8 +80,12 @@ class Job {
   /// and compiles every group's tasks; afterwards no task can join a group. Running the groups
   /// compiles them per session anyway (decision 2), so this only freezes.
   void compile();
-  /// @brief compile(), then compiles every group for session (its plans are ready before train()).
-  void compile(LocalSession& session);
+  /// @brief compile(), then compiles every group for session (its plans are ready before train()), and
+  /// returns the job as plain data: the four compiled TaskGroups, each stop condition as the node and blob
+  /// of the epoch-group task that outputs it, and nodes_to_checkpoint. `moka job run` runs that JobDef
+  /// (written with to_json) as JobRunner::train runs the Job (docs/jobs.md §1). InvalidInput when a stop
+  /// condition is not the output of a task of the epoch group (it could not be read after an epoch).
+  JobDef compile(LocalSession& session);
   bool is_compiled() const;
 
   bool operator==(const Job& o) const { return state_ == o.state_; }

@@ -68,14 +68,14 @@ inline int64_t i64(NodeWorkspaces& nodes, const std::string& node, const std::st
   return nodes.node(node).blob(blob).get<Tensor>().item<int64_t>();
 }
 
-// Every checkpointed blob (those listed in `blob_names`) of both nodes, serialized, plus the exit
+// Every checkpointed blob (those listed in `<node>/blob_names`) of both nodes, serialized, plus the exit
 // group's output: equal maps mean equal state. Blobs that only epoch_group creates (its outputs and
 // temporaries) are not state and are not compared.
 inline std::map<std::string, std::string> all_blobs(NodeWorkspaces& nodes) {
   std::map<std::string, std::string> out;
   for (const auto& node : {"trainer", "reader"}) {
     Workspace& ws = nodes.node(node);
-    const Tensor& names = ws.blob("blob_names").get<Tensor>();
+    const Tensor& names = ws.blob(fmt::format("{}/blob_names", node)).get<Tensor>();
     for (const auto& name : names.values<std::string>()) {
       out[fmt::format("{}/{}", node, name)] = serialize_blob_to_string(name, ws.blob(name));
     }
