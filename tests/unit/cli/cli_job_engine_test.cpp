@@ -65,7 +65,6 @@ TEST_F(CliJob, AJobCompiledToJsonRunsInMokaJobRunAsJobRunnerTrainsIt) {
     ASSERT_EQ(fetched["w"]["data"][static_cast<size_t>(i)].get<float>(), w.data<float>()[i]) << "w[" << i << "]";
   EXPECT_EQ(w.data<float>()[0], 8.0f);
 
-
   // The same checkpoint files: every node DB byte for byte, the same manifests.
   const auto from_runner = checkpoint_files(runner_dir);
   const auto from_cli = checkpoint_files(cli_dir);
