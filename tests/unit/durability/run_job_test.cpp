@@ -14,8 +14,10 @@
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/defs/json.h"
+#include "moka/job/checkpoint_manifest.h"
 #include "moka/job/run_job.h"
 #include "moka/storage/blob_serializer.h"
+#include "moka/storage/save_load.h"
 #include "support/temp_dir.h"
 #include "unit/durability/run_job_support.h"
 
@@ -87,6 +89,60 @@ TEST(RunJob, ResumeFromEveryEpochEndsWithTheSameBlobs) {
       EXPECT_TRUE(digests(dir.path(), 5) == digests(ref_dir.path(), 5));
     }
   }
+}
+
+// Checkpoints written before run_job named each node's list `<node>/blob_names` call it `blob_names`: they resume.
+TEST(RunJob, ACheckpointWithTheOldBlobListNameResumes) {
+  TempDir ref_dir;
+  NodeWorkspaces ref;
+  run_job(small_job(4), ref, {.checkpoint_dir = ref_dir.path()});
+  TempDir dir;
+  NodeWorkspaces first;
+  run_job(small_job(4), first, {.checkpoint_dir = dir.path()});
+  forget_after(dir.path(), 2);
+  // Rewrite epoch 2 as the old run_job wrote it, and commit it again (same job digest).
+  const CheckpointManifest old = verify_checkpoint(dir.path(), 2);
+  std::vector<std::pair<std::string, std::string>> node_dbs;
+  for (const CheckpointFile& file : old.files) {
+    const std::string path = checkpoint_db_path(dir.path(), file);
+    Workspace ws;
+    LoadSpec load;
+    load.dbs = {path};
+    load.db_type = old.db_type;
+    load.absolute_path = true;
+    load.load_all = true;
+    load_blobs(ws, load);
+    const std::string list_name = file.node + "/blob_names";
+    ws.rename_blob(list_name, "blob_names");
+    Tensor& list = ws.blob("blob_names").get_mutable<Tensor>();
+    const auto listed = list.values<std::string>();
+    std::vector<std::string> names(listed.begin(), listed.end());
+    std::replace(names.begin(), names.end(), list_name, std::string("blob_names"));
+    std::copy(names.begin(), names.end(), list.mutable_data<std::string>());
+    SaveSpec save;
+    save.blob_names = names;
+    save.db = path;
+    save.db_type = old.db_type;
+    save.absolute_path = true;
+    save_blobs(ws, save);
+    node_dbs.emplace_back(file.node, path);
+  }
+  commit_checkpoint(dir.path(), 2, old.db_type, node_dbs, old.stop, old.job);
+  NodeWorkspaces resumed;
+  const JobRunResult r = run_job(small_job(4), resumed, {.checkpoint_dir = dir.path(), .resume_latest = true});
+  ASSERT_EQ(r.resumed_from, std::optional<int64_t>(2));
+  EXPECT_EQ(r.last_epoch, 4);
+  // Every blob the old list names ends as in the run that never stopped.
+  for (const auto& node : {"trainer", "reader"}) {
+    Workspace& ws = resumed.node(node);
+    for (const auto& name : ws.blob("blob_names").get<Tensor>().values<std::string>()) {
+      if (name == "blob_names") continue;
+      EXPECT_EQ(serialize_blob_to_string(name, ws.blob(name)),
+                serialize_blob_to_string(name, ref.node(node).blob(name)))
+          << node << "/" << name;
+    }
+  }
+  EXPECT_EQ(i64(resumed, "trainer", "count"), i64(ref, "trainer", "count"));
 }
 
 TEST(RunJob, ExplicitResumeEpochMustBeCommitted) {

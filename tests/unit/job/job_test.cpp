@@ -119,6 +119,30 @@ TEST(Job, CompileFreezes) {
   EXPECT_EQ(session.fetch("n", "count").item<int64_t>(), 2);
 }
 
+TEST(Job, CompilingInASessionGivesTheJobDef) {
+  Job job = counting_job(2);
+  LocalSession session;
+  const JobDef def = job.compile(session);
+  EXPECT_EQ(def.init_group, session.compile(job.init_group()));
+  EXPECT_EQ(def.epoch_group, session.compile(job.epoch_group()));
+  ASSERT_EQ(def.stop_conditions.size(), 1u);
+  EXPECT_EQ(def.stop_conditions[0].node, "n");
+  EXPECT_EQ(def.stop_conditions[0].blob, job.stop_conditions()[0].names().front());
+  EXPECT_EQ(def.nodes_to_checkpoint, (std::vector<std::string>{"n"}));
+
+  // A stop condition that no epoch-group task outputs could not be read after an epoch.
+  Job elsewhere;
+  Node("n", [&] {
+    elsewhere.init_group([&] {
+      Task init({.outputs = {TaskOutput(BlobRef("done"))}});
+      elsewhere.add_stop_condition(init.outputs().front());
+    });
+  });
+  LocalSession other;
+  EXPECT_TRUE(contains(invalid_input([&] { (void)elsewhere.compile(other); }),
+                       "is not an output of a task of the epoch group"));
+}
+
 TEST(EpochLimiter, StopsAfterExactlyNEpochs) {
   for (int64_t n : {1, 3, 7}) {
     LocalSession session;
