@@ -1,23 +1,17 @@
-// run_job: JobRunner's flow over a JobDef, with committed checkpoints, resume, retention and
-// background save (include/moka/job/run_job.h).
+// run_job: a JobDef run by the job engine over node workspaces — the groups run as prepared task
+// groups, and each node's checkpoint DB is written and read directly (include/moka/job/run_job.h).
 #include "moka/job/run_job.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <span>
-#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "job/background_save.h"
-#include "job/checkpoint_dir_lock.h"
+#include "job/job_engine.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
@@ -33,14 +27,10 @@ namespace moka {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // The blob that lists what a node checkpoints: `<node>/blob_names`, as JobRunner's managers name it (decision 9),
 // so both write the same files. Checkpoints written before list it as plain `blob_names` (still read).
 std::string blob_list_name(const std::string& node) { return node + "/" + CheckpointManager::BLOB_NAMES; }
-constexpr const char* kDefaultDbType = "minidb";
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string node_db_path(const std::string& dir, const std::string& node, int64_t epoch) {
   return (fs::path(dir) / get_ckpt_filename(node, epoch)).string();  // Caffe2's db_name()
@@ -53,129 +43,80 @@ std::string job_digest(const JobDef& job) {
   return fmt::format("xxh3:{:016x}", xxh3_64(std::as_bytes(std::span<const char>(text.data(), text.size()))));
 }
 
-class JobRun {
- public:
-  JobRun(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options)
-      : job_(job), nodes_(nodes), opt_(options), ckpt_nodes_(job.checkpoint_nodes()) {}
+void check_db_type(const std::string& type) {
+  const auto types = registered_db_types();
+  std::string lower = type;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (auto t : types) {
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (t == lower) return;
+  }
+  throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", type, fmt::join(types, ", ")));
+}
 
-  JobRunResult run() {
-    validate();
-    const bool checkpointing = !opt_.checkpoint_dir.empty();
-    if (checkpointing) {
-      dir_lock_.emplace(opt_.checkpoint_dir);
-      result_.removed_temporaries = dir_lock_->removed_temporaries();
+// Everything a definition or the options can get wrong, before anything runs.
+void validate(const JobDef& job, const JobRunOptions& opt) {
+  if (job.stop_conditions.empty()) throw InvalidInput("job has no stop_conditions: its epoch loop would never end");
+  // In any group, before init_group runs: an unknown operator in exit_group, a stop condition or
+  // nodes_to_checkpoint naming a node no group has.
+  check_job(job);
+  if (!opt.checkpoint_dir.empty()) {
+    if (job.checkpoint_nodes().empty())
+      throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");
+    if (!opt.db_type.empty()) check_db_type(opt.db_type);  // the directory is created when the run locks it
+    for (const auto& node : job.checkpoint_nodes()) check_checkpoint_node_name(node);
+  } else if (opt.resume_latest || opt.resume_from_epoch) {
+    throw InvalidInput("resuming needs a checkpoint directory");
+  }
+  if (opt.resume_from_epoch && *opt.resume_from_epoch < 0)
+    throw InvalidInput(fmt::format("resume epoch {} is negative", *opt.resume_from_epoch));
+  if (opt.retention.keep_last < 0 || opt.retention.keep_every < 0)
+    throw InvalidInput("retention: keep_last and keep_every must be >= 0");
+}
+
+// The groups of a JobDef, run in the node workspaces (the epoch group prepared once).
+class NodeGroups final : public detail::JobGroupRunner {
+ public:
+  NodeGroups(const JobDef& job, NodeWorkspaces& nodes, const RunOptions& run) : job_(job), nodes_(nodes), run_(run) {}
+
+  void run(detail::JobGroup group, int64_t epoch) override {
+    switch (group) {
+      case detail::JobGroup::init:
+        return run_group(job_.init_group, "init_group");
+      case detail::JobGroup::epoch:
+        if (job_.epoch_group.nodes.empty()) break;
+        if (!epoch_group_) epoch_group_ = std::make_unique<PreparedTaskGroup>(job_.epoch_group, nodes_);
+        epoch_group_->run(run_);
+        break;
+      case detail::JobGroup::download:
+        return run_group(job_.download_group, "download_group");
+      case detail::JobGroup::exit:
+        return run_group(job_.exit_group, "exit_group");
     }
-    std::optional<int64_t> resume = checkpointing ? prepare_directory() : std::nullopt;
-    if (!resume) {
-      run_group(job_.init_group, "init_group");
-      if (checkpointing) {
-        capture_blob_lists();
-        save_checkpoint(0, EpochReport{});
-      }
+    throw_if_cancelled(fmt::format("epoch {}", epoch));
+  }
+
+  bool stop_requested() override {
+    bool stop = false;
+    for (const auto& c : job_.stop_conditions) {
+      Workspace* ws = nodes_.find(c.node);
+      const Blob* blob = ws ? ws->get_blob(c.blob) : nullptr;
+      if (!blob)
+        throw InvalidInput(fmt::format("stop condition: node '{}' has no blob '{}' after the epoch", c.node, c.blob));
+      const std::string what = fmt::format("'{}' on node '{}'", c.blob, c.node);
+      if (!blob->is_type<Tensor>())
+        throw TypeError(
+            fmt::format("stop condition {} holds {}, expected a one-element tensor", what, blob->type_name()));
+      stop = detail::stop_condition_holds(blob->get<Tensor>(), what) || stop;  // Caffe2: any(fetched values)
     }
-    bool finished = false;
-    if (resume) {
-      finished = load_checkpoint(*resume);
-      result_.resumed_from = resume;
-      if (!finished && !dir_lock_->writable())
-        throw InvalidInput(
-            fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
-                        "save epoch {} there; only an epoch where the job finished can be resumed "
-                        "from a read-only directory",
-                        opt_.checkpoint_dir, dir_lock_->read_only_reason(), *resume, *resume + 1));
-    }
-    // Resuming from the epoch a stop condition ended: the loop is over (decision 13).
-    int64_t epoch = resume ? (finished ? *resume : *resume + 1) : 1;
-    std::unique_ptr<PreparedTaskGroup> epoch_group;
-    if (!job_.epoch_group.nodes.empty() && !finished) {
-      epoch_group = std::make_unique<PreparedTaskGroup>(job_.epoch_group, nodes_);
-    }
-    for (; !finished; ++epoch) {
-      EpochReport report;
-      report.epoch = epoch;
-      const auto t0 = Clock::now();
-      if (epoch_group) epoch_group->run(opt_.run);
-      report.seconds = seconds_since(t0);
-      throw_if_cancelled(fmt::format("epoch {}", epoch));
-      report.stop = stop_requested();
-      if (checkpointing) {
-        save_checkpoint(epoch, report);
-      } else if (opt_.on_epoch) {
-        opt_.on_epoch(report);
-      }
-      if (report.stop) break;
-    }
-    wait_for_background_save();
-    run_group(job_.download_group, "download_group");
-    run_group(job_.exit_group, "exit_group");
-    result_.last_epoch = epoch;
-    return result_;
+    return stop;
   }
 
  private:
-  void validate() {
-    if (job_.stop_conditions.empty()) throw InvalidInput("job has no stop_conditions: its epoch loop would never end");
-    // Everything a definition can get wrong, in any group, before init_group runs: an unknown
-    // operator in exit_group, a stop condition or nodes_to_checkpoint naming a node no group has.
-    check_job(job_);
-    if (!opt_.checkpoint_dir.empty()) {
-      if (ckpt_nodes_.empty()) {
-        throw InvalidInput("job checkpoints nothing: nodes_to_checkpoint is empty and init_group has no nodes");
-      }
-      if (!opt_.db_type.empty()) check_db_type(opt_.db_type);  // the directory is created when run() locks it
-      for (const auto& node : ckpt_nodes_) check_checkpoint_node_name(node);
-    } else if (opt_.resume_latest || opt_.resume_from_epoch) {
-      throw InvalidInput("resuming needs a checkpoint directory");
-    }
-    if (opt_.resume_from_epoch && *opt_.resume_from_epoch < 0) {
-      throw InvalidInput(fmt::format("resume epoch {} is negative", *opt_.resume_from_epoch));
-    }
-    if (opt_.retention.keep_last < 0 || opt_.retention.keep_every < 0) {
-      throw InvalidInput("retention: keep_last and keep_every must be >= 0");
-    }
-  }
-
-  void check_db_type(const std::string& type) const {
-    const auto types = registered_db_types();
-    std::string lower = type;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    for (auto t : types) {
-      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (t == lower) return;
-    }
-    throw InvalidInput(fmt::format("unknown db_type '{}' (known: {})", type, fmt::join(types, ", ")));
-  }
-
-  // Decides, before anything runs, where the run starts (the one decision JobRunner makes too), and
-  // fixes the backend: the resumed checkpoint's, else the one asked for, else minidb.
-  std::optional<int64_t> prepare_directory() {
-    ResumeRequest request{.epoch = opt_.resume_from_epoch,
-                          .latest = opt_.resume_latest,
-                          .existing = opt_.existing,
-                          .nodes = ckpt_nodes_,
-                          .db_type = opt_.db_type,
-                          .job = job_digest(job_),
-                          .accept_changed_job = opt_.accept_changed_job};
-    if (!dir_lock_->writable() && request.existing == ExistingCheckpoints::discard)
-      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): its checkpoints cannot be discarded",
-                                     opt_.checkpoint_dir, dir_lock_->read_only_reason()));
-    ResumeChoice choice = prepare_checkpoint_start(opt_.checkpoint_dir, request);
-    if (!choice.epoch && !dir_lock_->writable())
-      throw InvalidInput(
-          fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save "
-                      "there",
-                      opt_.checkpoint_dir, dir_lock_->read_only_reason()));
-    if (opt_.on_resume && (opt_.resume_latest || opt_.resume_from_epoch)) opt_.on_resume(choice);
-    result_.skipped = choice.skipped;
-    db_type_ = choice.manifest ? choice.manifest->db_type : opt_.db_type.empty() ? kDefaultDbType : opt_.db_type;
-    resume_manifest_ = std::move(choice.manifest);
-    return choice.epoch;
-  }
-
   void run_group(const TaskGroupDef& group, std::string_view what) {
     if (group.nodes.empty()) return;
     try {
-      run_task_group(group, nodes_, opt_.run);
+      run_task_group(group, nodes_, run_);
     } catch (Error& e) {
       e.add_context(std::string(what));
       throw;
@@ -183,44 +124,30 @@ class JobRun {
     throw_if_cancelled(what);
   }
 
-  void throw_if_cancelled(std::string_view where) {
-    if (opt_.run.cancel && opt_.run.cancel->cancelled()) {
-      throw Cancelled(fmt::format("job cancelled during {}", where));
-    }
+  void throw_if_cancelled(std::string_view where) const {
+    if (run_.cancel && run_.cancel->cancelled()) throw Cancelled(fmt::format("job cancelled during {}", where));
   }
 
-  bool stop_requested() {
-    bool stop = false;
-    for (const auto& c : job_.stop_conditions) {
-      Workspace* ws = nodes_.find(c.node);
-      const Blob* blob = ws ? ws->get_blob(c.blob) : nullptr;
-      if (!blob) {
-        throw InvalidInput(fmt::format("stop condition: node '{}' has no blob '{}' after the epoch", c.node, c.blob));
-      }
-      if (!blob->is_type<Tensor>()) {
-        throw TypeError(fmt::format("stop condition '{}' on node '{}' holds {}, expected a one-element tensor", c.blob,
-                                    c.node, blob->type_name()));
-      }
-      const Tensor& t = blob->get<Tensor>();
-      if (t.numel() != 1 || t.dtype() == DType::String) {
-        throw TypeError(fmt::format("stop condition '{}' on node '{}' must be a one-element bool or numeric tensor",
-                                    c.blob, c.node));
-      }
-      const bool value = visit_dtype(t.dtype(), [&](auto tag) -> bool {
-        using T = decltype(tag);
-        if constexpr (std::is_same_v<T, std::string>) {
-          return false;  // refused above
-        } else {
-          return t.item<T>() != T{};
-        }
-      });
-      stop = stop || value;  // Caffe2: any(fetched values)
-    }
-    return stop;
+  const JobDef& job_;
+  NodeWorkspaces& nodes_;
+  const RunOptions& run_;
+  std::unique_ptr<PreparedTaskGroup> epoch_group_;
+};
+
+// Each checkpointed node's DB `<dir>/<node>.<epoch>` written and read with save_blobs/load_blobs;
+// the blobs a node checkpoints are those its workspace held after init_group, listed in the DB.
+class NodeStore final : public detail::JobCheckpointStore {
+ public:
+  NodeStore(const JobDef& job, NodeWorkspaces& nodes, std::string dir)
+      : nodes_(nodes), dir_(std::move(dir)), ckpt_nodes_(job.checkpoint_nodes()) {}
+
+  std::vector<std::pair<std::string, std::string>> files(int64_t epoch) override {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& node : ckpt_nodes_) files.emplace_back(node, node_db_path(dir_, node, epoch));
+    return files;
   }
 
-  // After init_group: each checkpointed node saves the local blobs it holds now, listed in blob_names.
-  void capture_blob_lists() {
+  void capture_blob_lists() override {
     for (const auto& node : ckpt_nodes_) {
       Workspace& ws = nodes_.node(node);
       const std::string list_name = blob_list_name(node);
@@ -234,20 +161,15 @@ class JobRun {
     }
   }
 
-  // Loads every checkpointed node of `epoch`; returns whether the job had finished at that epoch.
-  bool load_checkpoint(int64_t epoch) {
-    const CheckpointManifest& m = resume_manifest_.value();  // verified by prepare_directory
-    if (m.epoch != epoch)
-      throw RuntimeError(fmt::format("internal: resume manifest is epoch {}, not {}", m.epoch, epoch));
+  void read(const CheckpointManifest& m) override {
     for (const auto& node : ckpt_nodes_) {
       auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
-      if (it == m.files.end()) {
+      if (it == m.files.end())
         throw NotFound(
-            fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", epoch, node, m.files.size()));
-      }
+            fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", m.epoch, node, m.files.size()));
       Workspace& ws = nodes_.node(node);
       LoadSpec spec;
-      spec.dbs = {checkpoint_db_path(opt_.checkpoint_dir, *it)};
+      spec.dbs = {checkpoint_db_path(dir_, *it)};
       spec.db_type = m.db_type;
       spec.absolute_path = true;
       spec.load_all = true;
@@ -255,122 +177,51 @@ class JobRun {
         load_blobs(ws, spec);
         const Blob* list = ws.get_blob(blob_list_name(node));
         if (!list) list = ws.get_blob(CheckpointManager::BLOB_NAMES);  // written before the name had its node
-        if (!list || !list->is_type<Tensor>() || list->get<Tensor>().dtype() != DType::String) {
+        if (!list || !list->is_type<Tensor>() || list->get<Tensor>().dtype() != DType::String)
           throw CorruptData(
               fmt::format("checkpoint '{}' has no string tensor '{}'", spec.dbs.front(), blob_list_name(node)));
-        }
         const Tensor& t = list->get<Tensor>();
         blob_lists_[node].assign(t.data<std::string>(), t.data<std::string>() + t.numel());
       } catch (Error& e) {
-        e.add_context(fmt::format("loading checkpoint epoch {} of node '{}'", epoch, node));
+        e.add_context(fmt::format("loading checkpoint epoch {} of node '{}'", m.epoch, node));
         throw;
       }
     }
-    return m.stop;
   }
 
-  // Saves and commits `epoch` (in the foreground, or snapshots it for the background writer).
-  void save_checkpoint(int64_t epoch, EpochReport report) {
-    report.epoch = epoch;
-    report.checkpointed = true;
-    const auto t0 = Clock::now();
-    // The previous epoch's save reports its own failure, under its own epoch, before this one
-    // starts (inside the try below it would be re-wrapped as this epoch's failure).
-    wait_for_background_save();
-    try {
-      // A manifest an earlier run left for this epoch (a resume from an older epoch, or one that
-      // did not verify) stops counting before its files are overwritten.
-      uncommit_checkpoint(opt_.checkpoint_dir, epoch);
-      if (opt_.background_save) {
-        background_.discard();  // what a failed snapshot of an earlier epoch left
-        for (const auto& node : ckpt_nodes_) {
-          report.checkpoint_bytes += background_.snapshot(node, node_db_path(opt_.checkpoint_dir, node, epoch),
-                                                          nodes_.node(node), blob_lists_.at(node));
-        }
-        report.background = true;
-        background_bytes_ = report.checkpoint_bytes;
-        background_.start(epoch, db_type_, [this, epoch, stop = report.stop] { commit(epoch, stop); });
-      } else {
-        for (const auto& node : ckpt_nodes_) {
-          SaveSpec spec;
-          spec.blob_names = blob_lists_.at(node);
-          spec.db = node_db_path(opt_.checkpoint_dir, node, epoch);
-          spec.db_type = db_type_;
-          spec.absolute_path = true;
-          report.checkpoint_bytes += save_blobs(nodes_.node(node), spec).bytes;
-        }
-        commit(epoch, report.stop);
-      }
-    } catch (const Cancelled&) {
-      throw;
-    } catch (const Error& e) {
-      on_save_failure(epoch, e.what());
-    }
-    report.checkpoint_seconds = seconds_since(t0);
-    if (opt_.on_epoch) opt_.on_epoch(report);
-  }
-
-  void commit(int64_t epoch, bool stop) {
-    std::vector<std::pair<std::string, std::string>> files;
-    for (const auto& node : ckpt_nodes_) files.emplace_back(node, node_db_path(opt_.checkpoint_dir, node, epoch));
-    commit_checkpoint(opt_.checkpoint_dir, epoch, db_type_, files, stop, job_digest(job_));
-    auto deleted = apply_retention(opt_.checkpoint_dir, opt_.retention);
-    std::lock_guard lock(deleted_mu_);
-    result_.deleted_epochs.insert(result_.deleted_epochs.end(), deleted.begin(), deleted.end());
-  }
-
-  // Waits for the save in flight, if any, and reports it to on_checkpoint_written (outside the try:
-  // an exception of the callback is not a failed save).
-  void wait_for_background_save() {
-    if (!background_.in_flight()) return;
-    CheckpointWritten written{.epoch = background_.epoch(), .bytes = background_bytes_};
-    try {
-      background_.wait();
-      for (const auto& [db, ns] : background_.write_ns()) {
-        const double seconds = static_cast<double>(ns) / 1e9;
-        written.write_seconds += seconds;
-        written.node_write_seconds.emplace_back(node_of_db(written.epoch, db), seconds);
-      }
-    } catch (const Error& e) {
-      on_save_failure(written.epoch, e.what());  // throws unless tolerated
-      written.ok = false;
-      written.error = result_.save_errors.back();
-    }
-    if (opt_.on_checkpoint_written) opt_.on_checkpoint_written(written);
-  }
-
-  // The checkpointed node whose DB of `epoch` is `db` (the path itself should none match).
-  std::string node_of_db(int64_t epoch, const std::string& db) const {
+  uint64_t write(int64_t epoch, const std::string& db_type) override {
+    uint64_t bytes = 0;
     for (const auto& node : ckpt_nodes_) {
-      if (node_db_path(opt_.checkpoint_dir, node, epoch) == db) return node;
+      SaveSpec spec;
+      spec.blob_names = blob_lists_.at(node);
+      spec.db = node_db_path(dir_, node, epoch);
+      spec.db_type = db_type;
+      spec.absolute_path = true;
+      bytes += save_blobs(nodes_.node(node), spec).bytes;
     }
-    return db;
+    return bytes;
   }
 
-  void on_save_failure(int64_t epoch, const std::string& what) {
-    std::string message = fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, what);
-    if (!opt_.tolerate_save_failures) throw RuntimeError(std::move(message));
-    result_.save_errors.push_back(std::move(message));
-  }
+  const Workspace& workspace(const std::string& node) override { return nodes_.node(node); }
+  std::vector<std::string> blob_names(const std::string& node) override { return blob_lists_.at(node); }
 
-  const JobDef& job_;
+ private:
   NodeWorkspaces& nodes_;
-  const JobRunOptions& opt_;
+  const std::string dir_;
   const std::vector<std::string> ckpt_nodes_;
   std::map<std::string, std::vector<std::string>> blob_lists_;
-  std::optional<CheckpointManifest> resume_manifest_;
-  std::string db_type_ = kDefaultDbType;  // the checkpoint backend, fixed by prepare_directory()
-  uint64_t background_bytes_ = 0;         // the snapshot bytes of the save in flight
-  JobRunResult result_;
-  std::mutex deleted_mu_;
-  std::optional<detail::CheckpointDirLock> dir_lock_;  // before background_: held until the last save is done
-  detail::BackgroundSave background_;  // last: its destructor waits for a save that uses the members above
 };
 
 }  // namespace
 
 JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options) {
-  return JobRun(job, nodes, options).run();
+  validate(job, options);
+  NodeGroups groups(job, nodes, options.run);
+  NodeStore store(job, nodes, options.checkpoint_dir);
+  detail::JobEngineSettings settings;
+  settings.job_digest = options.checkpoint_dir.empty() ? std::string() : job_digest(job);
+  settings.own_directory = true;
+  return detail::run_job_engine(groups, &store, options, settings);
 }
 
 }  // namespace moka

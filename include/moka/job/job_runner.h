@@ -19,10 +19,6 @@ namespace moka {
 
 class LocalSession;
 class Session;
-namespace detail {
-class BackgroundSave;
-class CheckpointDirLock;
-}  // namespace detail
 
 /// Optional arguments of JobRunner (Caffe2's keyword arguments, and moka's save policy).
 struct JobRunnerOptions {
@@ -67,12 +63,15 @@ struct JobRunnerOptions {
 /// Every checkpoint is committed (docs/architecture.md §6): after the save task group ran, the node DBs are read
 /// back and a manifest is written atomically in their directory (moka/job/checkpoint_manifest.h);
 /// resuming requires a committed epoch that verifies.
-/// Differences from Caffe2: a failed save (or commit) is an error unless tolerate_save_failures
-/// (decision 8); a job without stop conditions is refused (Caffe2 looped forever); resuming from the
-/// epoch whose stop condition ended the job runs no further epoch (decision 13; Caffe2 ran one more).
-/// Before anything runs, the directory is checked as run_job checks it (prepare_checkpoint_start):
-/// the resumed epoch must verify, have a file for every checkpointed node and the manager's db_type;
-/// resume_latest over committed epochs of which none verifies is refused unless `existing` is
+/// The flow is run_job's: both are front ends of one job engine, which makes the start decision,
+/// commits, applies retention, saves in the background and handles failed saves; JobRunner runs
+/// the groups in its Session and writes and reads the node DBs with the manager's task groups.
+/// Differences from Caffe2: a failed save (or commit) ends the training with RuntimeError "Unable
+/// to write checkpoint for epoch E. Error=..." unless tolerate_save_failures (decision 8); a job without stop
+/// conditions is refused (Caffe2 looped forever); resuming from the epoch whose stop condition ended the job runs no
+/// further epoch (decision 13; Caffe2 ran one more). Before anything runs, the directory is checked as run_job checks
+/// it (prepare_checkpoint_start): the resumed epoch must verify, have a file for every checkpointed node and the
+/// manager's db_type; resume_latest over committed epochs of which none verifies is refused unless `existing` is
 /// discard. Node names that cannot be file names and nodes_to_checkpoint naming a node that has no
 /// task in any of the job's groups are InvalidInput.
 /// One training per checkpoint directory: train() holds `DIR/moka.lock` (the directory of the node
@@ -86,13 +85,13 @@ class JobRunner {
   explicit JobRunner(Job job, std::shared_ptr<CheckpointManagerBase> checkpoint_manager = nullptr,
                      JobRunnerOptions options = {});
   JobRunner(Job job, JobRunnerOptions options) : JobRunner(std::move(job), nullptr, std::move(options)) {}
-  ~JobRunner();                     // waits for a background save in flight
+  ~JobRunner();
   JobRunner(JobRunner&&) noexcept;  // not while train() runs
   JobRunner& operator=(JobRunner&&) noexcept;
 
   /// @brief Runs the job; returns the number of the last epoch run.
-  /// InvalidInput: resume_from_epoch without a checkpoint manager, no stop condition, a stop
-  /// condition that is not a single bool/number. Errors of the runs propagate.
+  /// InvalidInput: resume_from_epoch without a checkpoint manager, no stop condition. TypeError: a
+  /// stop condition that is not a single bool or number (run_job's rule). Errors of the runs propagate.
   int64_t train(Session& session);
 
   /// @brief Loads the named blobs of epoch's checkpoint into the nodes' workspaces (those each
@@ -109,18 +108,6 @@ class JobRunner {
   const std::optional<int64_t>& resume_from_epoch() const { return options_.resume_from_epoch; }
 
  private:
-  // The one place a checkpoint is written and committed (in the foreground, or snapshotted for the
-  // background writer when `local` is given).
-  void save_checkpoints(int64_t epoch, Session& session, bool stop, LocalSession* local = nullptr);
-  void save_in_background(int64_t epoch, LocalSession& session, bool stop);
-  int64_t train_epochs(Session& session);  // train() without the settling of a save after a failure
-  // Waits for the background save in flight; reports its failure under its epoch, then its retention
-  // and metadata on this thread.
-  void finish_background_save();
-  // Inside a catch block: counts and logs a failed save, and rethrows it unless tolerated (decision 8).
-  void on_save_failure(int64_t epoch, const std::string& what);
-  // The one place a checkpoint is read when resuming; returns whether the job had finished there.
-  bool load_checkpoint(int64_t epoch, Session& session);
   // InvalidInput for a node that cannot name a file or has no task in any group of the job.
   void check_nodes_to_checkpoint(const std::vector<std::string>& nodes);
   // In a LocalSession: compiles each group of the job (the session keeps what it compiled) and
@@ -129,19 +116,13 @@ class JobRunner {
   void check_groups(Session& session);
   // The directory of the node DBs (and manifests) of the manager.
   std::string checkpoint_dir() const;
-  // Creates the directories the checkpoint DBs go to (Caffe2's minidb needed them to exist).
-  void make_checkpoint_dirs() const;
   void log(std::string_view message) const;
 
   Job job_;
   std::shared_ptr<CheckpointManagerBase> checkpoint_manager_;
   JobRunnerOptions options_;
   int64_t save_failures_ = 0;
-  std::optional<CheckpointManifest> verified_;  // the resume epoch's manifest, once verified in train()
   std::string last_save_error_;
-  std::vector<int64_t> background_deleted_;              // retention of the background save (its thread writes it)
-  std::unique_ptr<detail::CheckpointDirLock> dir_lock_;  // held while train() runs (before background_)
-  std::unique_ptr<detail::BackgroundSave> background_;   // last: destroyed (waited for) first
 };
 
 }  // namespace moka

@@ -180,9 +180,21 @@ TEST(JobRunner, Errors) {
     j.init_group([&] { Task([&] { ops::Const({1, 2}, {.blob_out = "two"}); }); });
     j.add_stop_condition(BlobRef("two"));
   });
+  // A stop condition of the wrong shape is found after an epoch ran: TypeError, as run_job reports it
+  // (both read stop conditions with the job engine's one rule).
   LocalSession s2;
-  EXPECT_TRUE(
-      contains(invalid_input([&] { JobRunner(bad_stop).train(s2); }), "stop condition \"two\" must hold one value"));
+  try {
+    JobRunner(bad_stop).train(s2);
+    ADD_FAILURE() << "no TypeError";
+  } catch (const TypeError& e) {
+    EXPECT_TRUE(contains(e.what(), "stop condition \"two\" must hold one value")) << e.what();
+  }
+  Job string_stop([&](Job& j) {
+    j.init_group([&] { Task([&] { ops::Const(std::string("yes"), {.blob_out = "word"}); }); });
+    j.add_stop_condition(BlobRef("word"));
+  });
+  LocalSession s3;
+  EXPECT_THROW(JobRunner(string_stop).train(s3), TypeError);
 }
 
 TEST(CheckpointManager, Errors) {

@@ -1,0 +1,264 @@
+// JobEngine: the one job flow behind run_job and JobRunner (src/job/job_engine.h, docs/jobs.md §2).
+#include "job/job_engine.h"
+
+#include <chrono>
+#include <filesystem>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "job/background_save.h"
+#include "job/checkpoint_dir_lock.h"
+#include "moka/core/dtype.h"
+#include "moka/core/error.h"
+#include "moka/core/tensor.h"
+
+namespace moka::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kDefaultDbType = "minidb";
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+class JobEngine {
+ public:
+  JobEngine(JobGroupRunner& groups, JobCheckpointStore* store, const JobRunOptions& options,
+            const JobEngineSettings& settings)
+      : groups_(groups), store_(store), opt_(options), settings_(settings), dir_(options.checkpoint_dir) {}
+
+  JobRunResult run() {
+    const bool checkpointing = store_ && !dir_.empty();
+    const std::optional<int64_t> resume = checkpointing ? start() : std::nullopt;
+    bool finished = false;
+    if (resume) {
+      const CheckpointManifest& manifest = resume_manifest_.value();  // verified by start()
+      store_->read(manifest);
+      finished = manifest.stop;
+      result_.resumed_from = resume;
+      if (!finished && settings_.own_directory && !dir_lock_->writable())
+        throw InvalidInput(
+            fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
+                        "save epoch {} there; only an epoch where the job finished can be resumed "
+                        "from a read-only directory",
+                        dir_, dir_lock_->read_only_reason(), *resume, *resume + 1));
+    } else {
+      groups_.run(JobGroup::init, 0);
+      if (checkpointing) {
+        store_->capture_blob_lists();
+        save(0, EpochReport{});
+      }
+    }
+    // Resuming from the epoch a stop condition ended: the loop is over (decision 13).
+    int64_t epoch = resume ? (finished ? *resume : *resume + 1) : 1;
+    for (; !finished; ++epoch) {
+      EpochReport report;
+      report.epoch = epoch;
+      const auto t0 = Clock::now();
+      groups_.run(JobGroup::epoch, epoch);
+      report.seconds = seconds_since(t0);
+      report.stop = groups_.stop_requested();  // right after the epoch, before the save: Caffe2's order
+      if (checkpointing) {
+        save(epoch, report);
+      } else if (opt_.on_epoch) {
+        opt_.on_epoch(report);
+      }
+      if (report.stop) break;
+    }
+    wait_for_background_save();
+    groups_.before_download(epoch);
+    groups_.run(JobGroup::download, epoch);
+    groups_.run(JobGroup::exit, epoch);
+    result_.last_epoch = epoch;
+    return std::move(result_);
+  }
+
+ private:
+  // Takes the directory and decides, before anything runs, where the run starts (resume epoch or
+  // scratch); fixes the backend: the resumed checkpoint's, else the one asked for, else minidb.
+  std::optional<int64_t> start() {
+    if (settings_.own_directory) {
+      dir_lock_.emplace(dir_);
+      result_.removed_temporaries = dir_lock_->removed_temporaries();
+    } else {
+      // A directory that cannot be made stays unlocked: every save there fails (decision 8).
+      std::error_code ec;
+      std::filesystem::create_directories(dir_, ec);
+      if (std::filesystem::is_directory(dir_, ec)) dir_lock_.emplace(dir_, /*remove_temporaries=*/false);
+    }
+    const bool read_only = settings_.own_directory && !dir_lock_->writable();
+    ResumeRequest request{.epoch = opt_.resume_from_epoch,
+                          .latest = opt_.resume_latest && !opt_.resume_from_epoch,
+                          .existing = opt_.existing,
+                          .nodes = {},
+                          .db_type = opt_.db_type,
+                          .job = settings_.job_digest,
+                          .accept_changed_job = opt_.accept_changed_job};
+    for (auto& [node, db] : store_->files(0)) request.nodes.push_back(node);
+    if (read_only && request.existing == ExistingCheckpoints::discard)
+      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): its checkpoints cannot be discarded",
+                                     dir_, dir_lock_->read_only_reason()));
+    ResumeChoice choice;
+    if (request.latest) choice = prepare_checkpoint_start(dir_, request);
+    const std::optional<int64_t> asked = store_->resume_epoch(request.latest ? choice.epoch : request.epoch);
+    if (asked && *asked < 0) throw InvalidInput(fmt::format("resume epoch {} is negative", *asked));
+    if (!request.latest || asked != choice.epoch) {
+      // An epoch asked for (or changed by the store) is checked on its own: it must verify.
+      auto skipped = std::move(choice.skipped);
+      request.latest = false;
+      request.epoch = asked;
+      choice = prepare_checkpoint_start(dir_, request);
+      if (choice.skipped.empty()) choice.skipped = std::move(skipped);
+    }
+    if (!choice.epoch && read_only)
+      throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save there",
+                                     dir_, dir_lock_->read_only_reason()));
+    for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));
+    if (opt_.on_resume && (opt_.resume_latest || opt_.resume_from_epoch)) opt_.on_resume(choice);
+    result_.skipped = choice.skipped;
+    db_type_ = choice.manifest ? choice.manifest->db_type : opt_.db_type.empty() ? kDefaultDbType : opt_.db_type;
+    resume_manifest_ = std::move(choice.manifest);
+    return choice.epoch;
+  }
+
+  // Saves and commits `epoch` (in the foreground, or snapshots it for the background writer).
+  void save(int64_t epoch, EpochReport report) {
+    report.epoch = epoch;
+    const auto t0 = Clock::now();
+    // The previous epoch's save reports its own failure, under its own epoch, before this one
+    // starts (inside the try below it would be re-wrapped as this epoch's failure).
+    wait_for_background_save();
+    try {
+      if (!store_->accessible()) {
+        log(fmt::format("Checkpoint files cannot be accessed! (epoch {} not saved)", epoch));
+      } else {
+        report.checkpointed = true;
+        // A manifest an earlier run left for this epoch (a resume from an older epoch, or one that
+        // did not verify) stops counting before its files are overwritten.
+        uncommit_checkpoint(dir_, epoch);
+        auto files = store_->files(epoch);
+        if (opt_.background_save) {
+          background_.discard();  // what a failed snapshot of an earlier epoch left
+          for (const auto& [node, db] : files)
+            report.checkpoint_bytes +=
+                background_.snapshot(node, db, store_->workspace(node), store_->blob_names(node));
+          report.background = true;
+          background_bytes_ = report.checkpoint_bytes;
+          background_files_ = files;
+          // The writer thread touches only the snapshots, the files and background_deleted_ (read
+          // after wait()); the store, the log and the result stay on this thread.
+          background_deleted_.clear();
+          background_.start(epoch, db_type_, [this, epoch, stop = report.stop, files = std::move(files)] {
+            background_deleted_ = commit(epoch, stop, files);
+          });
+        } else {
+          report.checkpoint_bytes = store_->write(epoch, db_type_);
+          record_deleted(commit(epoch, report.stop, files));
+          store_->saved(epoch, nullptr);
+        }
+      }
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      on_save_failure(epoch, e.what());
+    }
+    report.checkpoint_seconds = seconds_since(t0);
+    if (opt_.on_epoch) opt_.on_epoch(report);
+  }
+
+  // Commit (every DB read back and digested, then the manifest written atomically) and retention;
+  // returns the epochs retention deleted. Runs on the writer thread for a background save.
+  std::vector<int64_t> commit(int64_t epoch, bool stop, const std::vector<std::pair<std::string, std::string>>& files) {
+    commit_checkpoint(dir_, epoch, db_type_, files, stop, settings_.job_digest);
+    return apply_retention(dir_, opt_.retention);
+  }
+
+  void record_deleted(const std::vector<int64_t>& deleted) {
+    for (int64_t e : deleted) log(fmt::format("retention: deleted checkpoint epoch {}", e));
+    result_.deleted_epochs.insert(result_.deleted_epochs.end(), deleted.begin(), deleted.end());
+  }
+
+  // Waits for the save in flight, if any, and reports it to the store and on_checkpoint_written
+  // (outside the try: an exception of theirs is not a failed save).
+  void wait_for_background_save() {
+    if (!background_.in_flight()) return;
+    CheckpointWritten written{.epoch = background_.epoch(), .bytes = background_bytes_};
+    try {
+      background_.wait();
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      on_save_failure(written.epoch, e.what());  // throws unless tolerated
+      written.ok = false;
+      written.error = result_.save_errors.back();
+    }
+    if (written.ok) {
+      for (const auto& [db, ns] : background_.write_ns()) {
+        const double seconds = static_cast<double>(ns) / 1e9;
+        written.write_seconds += seconds;
+        written.node_write_seconds.emplace_back(node_of_db(db), seconds);
+      }
+      record_deleted(background_deleted_);
+      const CheckpointStats timings(background_.write_ns().begin(), background_.write_ns().end());
+      store_->saved(written.epoch, &timings);
+    }
+    if (opt_.on_checkpoint_written) opt_.on_checkpoint_written(written);
+  }
+
+  // The checkpointed node whose DB the save in flight wrote to `db` (the path itself should none match).
+  std::string node_of_db(const std::string& db) const {
+    for (const auto& [node, path] : background_files_)
+      if (path == db) return node;
+    return db;
+  }
+
+  // Inside a catch block: a failed save is logged and counted; it ends the job unless tolerated (decision 8).
+  void on_save_failure(int64_t epoch, const std::string& what) {
+    std::string message = fmt::format("Unable to write checkpoint for epoch {}. Error={}", epoch, what);
+    store_->save_failed(epoch, what, message);
+    log(message);
+    if (!opt_.tolerate_save_failures) throw RuntimeError(std::move(message));
+    result_.save_errors.push_back(std::move(message));
+  }
+
+  void log(std::string_view message) const {
+    if (settings_.log) settings_.log(message);
+  }
+
+  JobGroupRunner& groups_;
+  JobCheckpointStore* store_;
+  const JobRunOptions& opt_;
+  const JobEngineSettings& settings_;
+  const std::string dir_;
+  std::optional<CheckpointManifest> resume_manifest_;
+  std::string db_type_ = kDefaultDbType;                               // the checkpoint backend, fixed by start()
+  uint64_t background_bytes_ = 0;                                      // the snapshot bytes of the save in flight
+  std::vector<std::pair<std::string, std::string>> background_files_;  // its (node, DB path) pairs
+  std::vector<int64_t> background_deleted_;                            // its retention (the writer writes it)
+  JobRunResult result_;
+  std::optional<CheckpointDirLock> dir_lock_;  // before background_: held until the last save is done
+  BackgroundSave background_;                  // last: its destructor waits for a save that uses the members above
+};
+
+}  // namespace
+
+JobRunResult run_job_engine(JobGroupRunner& groups, JobCheckpointStore* store, const JobRunOptions& options,
+                            const JobEngineSettings& settings) {
+  return JobEngine(groups, store, options, settings).run();
+}
+
+bool stop_condition_holds(const Tensor& value, std::string_view what) {
+  if (value.numel() != 1 || value.dtype() == DType::String)
+    throw TypeError(
+        fmt::format("stop condition {} must hold one value, a bool or a number; got {}", what, value.describe()));
+  return visit_dtype(value.dtype(), [&](auto tag) -> bool {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::string>) {
+      return false;  // refused above
+    } else {
+      return value.item<T>() != T{};
+    }
+  });
+}
+
+}  // namespace moka::detail
