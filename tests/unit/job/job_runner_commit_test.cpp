@@ -89,6 +89,44 @@ TEST(JobRunnerCommit, AnEpochIsUncommittedBeforeAResumedRunOverwritesIt) {
   EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0, 1, 2, 4, 5}));
 }
 
+// The job engine's failure policy (decision 8), as run_job has it: the failed save is logged and
+// counted, and the training ends with RuntimeError carrying the logged line.
+TEST(JobRunnerCommit, AnUntoleratedFailedSaveThrowsTheLineItLogs) {
+  CommitDir dir;
+  fs::create_directories(dir.str() + "/n.1/in-the-way");  // epoch 1's DB cannot be written
+  logged.clear();
+  LocalSession session;
+  JobRunner runner(summing_job(3), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"), with_log({}));
+  try {
+    runner.train(session);
+    ADD_FAILURE() << "no RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("Unable to write checkpoint for epoch 1. Error=", 0), 0u) << e.what();
+    ASSERT_EQ(logged.size(), 1u);
+    EXPECT_EQ(logged[0], e.what());
+  }
+  EXPECT_EQ(runner.save_failures(), 1);
+  EXPECT_NE(runner.last_save_error().find("n.1"), std::string::npos) << runner.last_save_error();
+  EXPECT_EQ(committed_epochs(dir.str()), (std::vector<int64_t>{0}));
+}
+
+// Stop conditions are read by run_job's rule: one element of any number type (here uint8).
+TEST(JobRunnerCommit, AStopConditionOfAnyNumberTypeEndsTheJob) {
+  Job job([&](Job& j) {
+    Node("n", [&] {
+      j.init_group([&] { Task([&] { ops::Const(int64_t{0}, {.blob_out = "e"}); }); });
+      BlobRef done;
+      Task([&] {
+        ops::Add({"e", ops::Const(int64_t{1})}, {"e"});
+        done = ops::Cast(ops::GE({"e", ops::Const(int64_t{2})}), {}, {{"to", DType::UInt8}});
+      });
+      j.add_stop_condition(done);
+    });
+  });
+  LocalSession session;
+  EXPECT_EQ(JobRunner(job).train(session), 2);
+}
+
 TEST(JobRunnerCommit, ResumeLatestWithNothingCommittedStartsFromScratch) {
   CommitDir dir;
   LocalSession session;
