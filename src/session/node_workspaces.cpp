@@ -1,6 +1,10 @@
 // NodeWorkspaces: lazily created per-node (or one shared) workspaces.
 #include "moka/session/node_workspaces.h"
 
+#include <fmt/format.h>
+
+#include "moka/core/error.h"
+
 namespace moka {
 
 Workspace& NodeWorkspaces::node(const std::string& name) {
@@ -20,6 +24,18 @@ Workspace* NodeWorkspaces::find(const std::string& name) const {
   auto it = by_node_.find(name);
   if (it == by_node_.end()) return nullptr;
   return shared_ ? shared_ws_.get() : it->second.get();
+}
+
+const Blob& NodeWorkspaces::tensor_blob(const std::string& node, const std::string& blob) const {
+  const Workspace* ws = find(node);
+  if (!ws) throw NotFound(fmt::format("node \"{}\" has no workspace in this session", node));
+  const Blob* b = ws->get_blob(blob);
+  if (!b) throw NotFound(fmt::format("blob \"{}\" does not exist on node \"{}\"", blob, node));
+  const Tensor* t = b->tensor_or_null();
+  if (!t || !t->defined())
+    throw TypeError(fmt::format("blob \"{}\" on node \"{}\" holds {}, not a filled tensor", blob, node,
+                                t ? "an empty tensor" : std::string(b->type_name())));
+  return *b;
 }
 
 std::vector<std::string> NodeWorkspaces::nodes() const {

@@ -16,6 +16,11 @@
 
 namespace moka {
 
+namespace detail {
+class CompiledRunnables;
+struct CompiledRunnable;
+}  // namespace detail
+
 /// Options of a LocalSession.
 struct LocalSessionOptions {
   /// Every node in one workspace, as Caffe2's LocalSession did (for code ported from Caffe2).
@@ -48,6 +53,7 @@ struct LocalSessionOptions {
 class LocalSession final : public Session {
  public:
   explicit LocalSession(LocalSessionOptions options = {});
+  ~LocalSession() override;
 
   void run(TaskGroup& group) override;
   void run(const Task& task) override;
@@ -67,31 +73,20 @@ class LocalSession final : public Session {
   Tensor fetch(const std::string& node, const std::string& blob) const;
 
   /// How many compiled runnables the session holds (for tests and benchmarks).
-  std::size_t num_compiled() const noexcept { return cache_.size(); }
+  std::size_t num_compiled() const noexcept;
 
   void close() override { closed_ = true; }
   bool is_closed() const override { return closed_; }
 
  private:
-  struct Compiled {
-    TaskGroupDef def;
-    std::vector<std::pair<std::string, TaskOutputList>> outputs;  // per node
-    uint64_t serial = 0;                          // process-wide unique: the source this entry sets its outputs with
-    std::unique_ptr<PreparedTaskGroup> prepared;  // made by the first run
-  };
-  // Keyed by the runnable's identity (TaskGroup::identity() etc.): an entry whose runnable is gone
-  // can never be asked for again, so the next lookup drops it, and the nets its plans registered.
-  using Key = std::weak_ptr<const void>;
-  /// make_grouped: the runnable's tasks grouped by node (TaskGroup::tasks_by_node()).
-  Compiled& compiled_for(const Key& key, const std::function<TaskGroup()>& make_grouped);
-  void run_compiled(Compiled& c);
+  void run_compiled(detail::CompiledRunnable& c);
   void check_open() const;
 
   LocalSessionOptions options_;
   // Shared with the fetch functions of TaskOutputs, which may outlive the session (as in Python,
   // where the output's closure keeps the session alive).
   std::shared_ptr<NodeWorkspaces> workspaces_;
-  std::vector<std::pair<Key, std::unique_ptr<Compiled>>> cache_;
+  std::unique_ptr<detail::CompiledRunnables> compiled_;  // what this session compiled, per runnable
   bool closed_ = false;
 };
 

@@ -27,6 +27,9 @@ class NodeWorkspaces {
   Workspace& node(const std::string& name);
   /// The node's workspace if it exists, else nullptr.
   Workspace* find(const std::string& name) const;
+  /// The blob `blob` of `node`, which must hold a filled tensor (what a fetch reads): NotFound for a
+  /// node without workspace or a missing blob, TypeError for anything else.
+  const Blob& tensor_blob(const std::string& node, const std::string& blob) const;
   /// Nodes that have a workspace, sorted.
   std::vector<std::string> nodes() const;
   bool shared() const { return shared_; }
