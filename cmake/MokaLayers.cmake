@@ -49,6 +49,14 @@ moka_layer(session USES core defs operators storage exec builder)
 moka_layer(data USES core defs operators storage exec builder)
 moka_layer(job USES core defs operators storage exec builder session data)
 
+# mpi: MpiSession (docs/distributed.md) on Open MPI (Debian: libopenmpi-dev, openmpi-bin). Not in moka::moka:
+# only programs that link moka::mpi link MPI. The C API is all it uses; MPI::MPI_CXX finds it with the C++
+# compiler. The version goes into the definition digests the ranks compare.
+find_package(MPI REQUIRED COMPONENTS CXX)
+moka_layer(mpi USES core defs operators storage exec builder session data job)
+target_link_libraries(moka_mpi PRIVATE MPI::MPI_CXX)
+target_compile_definitions(moka_mpi PRIVATE MOKA_VERSION_STRING="${PROJECT_VERSION}")
+
 # The DB backends (src/storage/db_*.cpp): LevelDB and LMDB. cmake/mokaConfig.cmake.in includes the same module
 # so that the installed moka::moka finds them again. xxHash (XXH3-64 record and manifest checksums) is used
 # header-only (XXH_INLINE_ALL): nothing to link. Debian: libxxhash-dev.
@@ -65,5 +73,8 @@ target_include_directories(moka INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 foreach(layer ${MOKA_LAYERS})
-  target_link_libraries(moka INTERFACE moka_${layer})
+  if(NOT layer STREQUAL "mpi")
+    target_link_libraries(moka INTERFACE moka_${layer})
+  endif()
 endforeach()
+add_library(moka::mpi ALIAS moka_mpi)

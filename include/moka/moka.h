@@ -1,6 +1,7 @@
 // Umbrella header: every public moka header.
 // Left out: moka/builder/ops_builtin.h, ops_control.h, ops_control_net.h, ops_setup.h (moka/builder/ops.h includes
-// them: it is their one entry point); moka/exec/worker_pool.h (moka::detail, for moka's own tests; not installed).
+// them: it is their one entry point); moka/exec/worker_pool.h (moka::detail, for moka's own tests; not installed);
+// moka/mpi/mpi_session.h (in moka::mpi, which links Open MPI: programs that do not use it do not link MPI).
 #pragma once
 
 #include "moka/builder/blob_ref.h"

@@ -1,0 +1,205 @@
+// MpiComm: MPI initialization, the session communicator and its collectives (src/mpi/mpi_comm.h).
+#include "mpi/mpi_comm.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
+#include "moka/core/error.h"
+
+namespace moka::detail {
+
+void check_mpi(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
+  throw RuntimeError(fmt::format("MPI: {} failed: {}", what, len > 0 ? std::string(text, len) : "unknown error"));
+}
+
+namespace {
+
+bool initialized_here = false;
+
+void finalize_at_exit() { finalize_mpi_now(); }
+
+}  // namespace
+
+void finalize_mpi_now() {
+  if (!initialized_here) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void ensure_mpi_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialized = 0;
+    check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+    int provided = 0;
+    if (!initialized) {
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+      initialized_here = true;
+      std::atexit(finalize_at_exit);
+    } else {
+      check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
+    }
+    if (provided < MPI_THREAD_MULTIPLE)
+      throw RuntimeError(
+          fmt::format("MPI: moka needs MPI_THREAD_MULTIPLE (operators call MPI from worker threads); this MPI "
+                      "library gives level {}",
+                      provided));
+  });
+}
+
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(var)) return true;
+  return false;
+}
+
+MpiComm::MpiComm() {
+  ensure_mpi_initialized();
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &notices_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(notices_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+}
+
+MpiComm::~MpiComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (notices_ != MPI_COMM_NULL) MPI_Comm_free(&notices_);
+}
+
+std::vector<uint64_t> MpiComm::allgather(uint64_t value) const {
+  std::vector<uint64_t> all(static_cast<size_t>(size_));
+  check_mpi(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
+  return all;
+}
+
+namespace {
+int as_count(size_t n) {
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw RuntimeError(fmt::format("MPI: a message of {} bytes is larger than one MPI call carries (2 GiB)", n));
+  return static_cast<int>(n);
+}
+}  // namespace
+
+std::vector<std::string> MpiComm::allgather(const std::string& value) const {
+  const std::vector<uint64_t> sizes = allgather(static_cast<uint64_t>(value.size()));
+  std::vector<int> counts(sizes.size());
+  std::vector<int> displs(sizes.size());
+  size_t total = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    counts[r] = as_count(sizes[r]);
+    displs[r] = as_count(total);
+    total += sizes[r];
+  }
+  std::string all(total, '\0');
+  check_mpi(MPI_Allgatherv(value.data(), as_count(value.size()), MPI_CHAR, all.data(), counts.data(), displs.data(),
+                           MPI_CHAR, comm_),
+            "MPI_Allgatherv");
+  std::vector<std::string> out;
+  out.reserve(sizes.size());
+  for (size_t r = 0; r < sizes.size(); ++r) out.push_back(all.substr(displs[r], sizes[r]));
+  return out;
+}
+
+std::string MpiComm::broadcast(std::string value, int root) const {
+  uint64_t size = value.size();
+  check_mpi(MPI_Bcast(&size, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast");
+  value.resize(size);
+  check_mpi(MPI_Bcast(value.data(), as_count(size), MPI_CHAR, root, comm_), "MPI_Bcast");
+  return value;
+}
+
+namespace {
+constexpr int kNoticeTag = 1;
+}  // namespace
+
+FailureNotices::FailureNotices(const MpiComm& comm, CancelToken& cancel) : comm_(comm), cancel_(cancel) {
+  if (comm_.size() == 1) return;  // nobody to hear from
+  check_mpi(MPI_Irecv(&payload_, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_.notices_, &receive_), "MPI_Irecv");
+  watcher_ = std::thread([this] { watch(); });
+}
+
+FailureNotices::~FailureNotices() {
+  stop();
+  // Left early (an exception between construction and drain): nothing may stay posted.
+  if (receive_ != MPI_REQUEST_NULL) {
+    MPI_Cancel(&receive_);
+    MPI_Wait(&receive_, MPI_STATUS_IGNORE);
+  }
+  for (MPI_Request& r : sends_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+}
+
+void FailureNotices::watch() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    int done = 0;
+    MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      received_ = true;
+      lock.unlock();
+      cancel_.cancel();
+      return;
+    }
+    wake_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+}
+
+bool FailureNotices::received() const {
+  std::lock_guard lock(mu_);
+  return received_;
+}
+
+void FailureNotices::notify_others() {
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (r == comm_.rank()) continue;
+    sends_.push_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Isend(&sent_payload_, 1, MPI_INT, r, kNoticeTag, comm_.notices_, &sends_.back()), "MPI_Isend");
+  }
+}
+
+void FailureNotices::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void FailureNotices::drain(int expected) {
+  if (comm_.size() == 1) return;
+  if (received_) {
+    --expected;  // the posted receive completed (MPI_Test freed it)
+  } else if (expected > 0) {
+    check_mpi(MPI_Wait(&receive_, MPI_STATUS_IGNORE), "MPI_Wait");
+    --expected;
+  } else {
+    check_mpi(MPI_Cancel(&receive_), "MPI_Cancel");
+    check_mpi(MPI_Wait(&receive_, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  receive_ = MPI_REQUEST_NULL;
+  for (; expected > 0; --expected) {
+    int payload = 0;
+    check_mpi(MPI_Recv(&payload, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_.notices_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  }
+  if (!sends_.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  sends_.clear();
+}
+
+}  // namespace moka::detail

@@ -1,0 +1,334 @@
+// MpiSession: compiled runnables run SPMD across MPI ranks, each rank running the nodes it hosts
+// (include/moka/mpi/mpi_session.h, docs/distributed.md).
+#include "moka/mpi/mpi_session.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "moka/core/blob.h"
+#include "moka/core/error.h"
+#include "moka/defs/json.h"
+#include "moka/exec/cancel_token.h"
+#include "moka/session/node_workspaces.h"
+#include "moka/session/run_task_group.h"
+#include "moka/storage/blob_serializer.h"
+#include "mpi/error_record.h"
+#include "mpi/mpi_comm.h"
+#include "session/compiled_runnables.h"
+
+#ifndef MOKA_VERSION_STRING
+#define MOKA_VERSION_STRING "unknown"
+#endif
+
+namespace moka {
+namespace {
+
+uint64_t digest_of(std::string_view text) {
+  return xxh3_64(std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+// One fetched value as it crosses ranks: 'V' and the serialized blob, or 'E' and an error record.
+std::string value_record(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob) {
+  try {
+    return "V" + serialize_blob_to_string(blob, nodes.tensor_blob(node, blob));
+  } catch (...) {
+    return "E" + detail::error_record(std::current_exception());
+  }
+}
+
+// Records joined as <8-byte length><record>..., in order.
+void append_record(std::string& out, const std::string& record) {
+  const uint64_t n = record.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out += record;
+}
+std::vector<std::string> split_records(std::string_view in) {
+  std::vector<std::string> out;
+  while (!in.empty()) {
+    uint64_t n = 0;
+    if (in.size() < sizeof n) throw RuntimeError("MpiSession: a truncated message from another rank");
+    std::memcpy(&n, in.data(), sizeof n);
+    in.remove_prefix(sizeof n);
+    if (in.size() < n) throw RuntimeError("MpiSession: a truncated message from another rank");
+    out.emplace_back(in.substr(0, n));
+    in.remove_prefix(n);
+  }
+  return out;
+}
+
+// What a fetch of a value record gives: the tensor, or the error the owning rank met.
+struct FetchedValue {
+  std::optional<Tensor> value;
+  std::string error;  // an error record
+};
+
+FetchedValue decode_value(const std::string& record) {
+  FetchedValue v;
+  if (!record.empty() && record[0] == 'V') {
+    Blob blob;
+    deserialize_blob(std::string_view(record).substr(1), blob);
+    v.value = blob.get<Tensor>();
+  } else if (!record.empty() && record[0] == 'E') {
+    v.error = record.substr(1);
+  } else {
+    throw RuntimeError("MpiSession: an unreadable value from another rank");
+  }
+  return v;
+}
+
+Tensor value_or_throw(const FetchedValue& v) {
+  if (!v.value) detail::rethrow_record(v.error);
+  return *v.value;
+}
+
+// The TaskOutput values of one compiled runnable, as broadcast after its last successful run.
+struct OutputValues {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, FetchedValue> values;  // (node, blob)
+
+  Tensor get(const std::string& node, const std::string& blob) {
+    std::lock_guard lock(mu);
+    auto it = values.find({node, blob});
+    if (it == values.end())
+      throw RuntimeError(
+          fmt::format("output \"{}\" of node \"{}\" has no value: no run that sets it has succeeded", blob, node));
+    return value_or_throw(it->second);
+  }
+};
+
+// The first line where two "node\tdigest" lists differ, described.
+std::string first_difference(const std::string& a, const std::string& b, int rank_b) {
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t end = s.find('\n', start);
+      if (end == std::string::npos) end = s.size();
+      out.push_back(s.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  };
+  auto name = [](const std::string& line) { return line.substr(0, line.find('\t')); };
+  const auto la = lines(a);
+  const auto lb = lines(b);
+  for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    if (i < la.size() && i < lb.size() && la[i] == lb[i]) continue;
+    if (i >= la.size()) return fmt::format("rank {} has an extra node \"{}\"", rank_b, name(lb[i]));
+    if (i >= lb.size()) return fmt::format("rank {} lacks node \"{}\"", rank_b, name(la[i]));
+    if (name(la[i]) == "moka version")
+      return fmt::format("moka versions differ ({} and {})", la[i].substr(13), lb[i].substr(13));
+    if (name(la[i]) != name(lb[i]))
+      return fmt::format("node \"{}\" on rank 0 is node \"{}\" on rank {}", name(la[i]), name(lb[i]), rank_b);
+    return fmt::format("node \"{}\" has another plan", name(la[i]));
+  }
+  return "the group names differ";
+}
+
+}  // namespace
+
+struct MpiSession::State {
+  explicit State(MpiSessionOptions o) : options(std::move(o)) {}
+
+  MpiSessionOptions options;
+  detail::MpiComm comm;
+  std::shared_ptr<NodeWorkspaces> workspaces = std::make_shared<NodeWorkspaces>();
+  detail::CompiledRunnables compiled;  // after workspaces: its prepared groups use them
+  std::map<std::string, int> ranks;    // every node with a rank: node_ranks, then those runs assigned
+  int64_t next_default = 0;            // how many nodes the default rule placed
+  bool closed = false;
+
+  void check_open() const {
+    if (closed) throw InvalidInput("Session is closed.");
+  }
+
+  int rank_of(const std::string& node) const {
+    auto it = ranks.find(node);
+    if (it == ranks.end())
+      throw NotFound(
+          fmt::format("MpiSession: node \"{}\" has no rank (no run of this session used it and "
+                      "MpiSessionOptions::node_ranks does not name it)",
+                      node));
+    return it->second;
+  }
+
+  void place(const std::string& node) {
+    if (ranks.count(node)) return;
+    ranks[node] = static_cast<int>(next_default++ % comm.size());
+  }
+
+  // Same program, same answer: the ranks compare the digest of the definition (and of moka's version).
+  void verify(const detail::CompiledRunnable& c) const {
+    std::string listing = fmt::format("group\t{}\n", c.def.name);
+    for (const NodePlanDef& n : c.def.nodes) {
+      TaskGroupDef one;
+      one.nodes.push_back(n);
+      listing += fmt::format("{}\t{:016x}\n", n.node, digest_of(to_json(one, -1)));
+    }
+    listing += fmt::format("moka version\t{}", MOKA_VERSION_STRING);
+    const std::vector<uint64_t> digests = comm.allgather(digest_of(listing));
+    if (std::all_of(digests.begin(), digests.end(), [&](uint64_t d) { return d == digests.front(); })) return;
+    const std::vector<std::string> listings = comm.allgather(listing);
+    std::vector<int> same, other;
+    for (int r = 0; r < comm.size(); ++r) (digests[r] == digests.front() ? same : other).push_back(r);
+    throw InvalidInput(
+        fmt::format("MpiSession: the ranks built different definitions of one runnable (every rank must run the same "
+                    "program): ranks {} have rank 0's, ranks {} another; {}",
+                    fmt::join(same, ","), fmt::join(other, ","),
+                    first_difference(listings.front(), listings[other.front()], other.front())));
+  }
+
+  void run_compiled(detail::CompiledRunnable& c) {
+    check_open();
+    if (!c.checked) {
+      verify(c);
+      c.checked = true;
+    }
+    for (const NodePlanDef& n : c.def.nodes) place(n.node);
+    if (!c.session_data) c.session_data = std::make_shared<OutputValues>();
+    auto values = std::static_pointer_cast<OutputValues>(c.session_data);
+    for (auto& [node, outs] : c.outputs) {
+      if (outs.set_by(c.serial)) continue;
+      outs.set_values(
+          outs.names(), [values, node = node](const std::string& blob) { return values->get(node, blob); }, c.serial);
+    }
+    // This rank's share — the plans of the nodes it hosts — cancelled when another rank's share fails.
+    auto cancel = std::make_shared<CancelToken>();
+    std::optional<CancelToken::Subscription> from_outside;
+    if (options.run.cancel) from_outside.emplace(options.run.cancel->subscribe([t = cancel.get()] { t->cancel(); }));
+    RunOptions run = options.run;
+    run.cancel = cancel;
+    detail::FailureNotices notices(comm, *cancel);
+    std::string error;
+    try {
+      TaskGroupDef mine;
+      mine.name = c.def.name;
+      for (const NodePlanDef& n : c.def.nodes)
+        if (rank_of(n.node) == comm.rank()) mine.nodes.push_back(n);
+      if (!mine.nodes.empty()) {
+        if (!options.reuse_nets) {
+          run_task_group(mine, *workspaces, run);
+        } else {
+          if (!c.prepared) c.prepared = std::make_unique<PreparedTaskGroup>(mine, *workspaces);
+          c.prepared->run(run);
+        }
+      }
+    } catch (...) {
+      error = detail::error_record(std::current_exception());
+    }
+    const bool stopped_here = !error.empty() || (options.run.cancel && options.run.cancel->cancelled());
+    const bool notify = stopped_here && !notices.received();
+    if (notify) notices.notify_others();
+    notices.stop();
+    // Every rank learns who failed and who sent notices; the notices are drained; then the same
+    // outcome on every rank: the first failure that is not a cancellation, else the first one.
+    const std::vector<uint64_t> status = comm.allgather(uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u));
+    int expected = 0;
+    bool any_failed = false;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != comm.rank() && (status[r] & 2u)) ++expected;
+      any_failed = any_failed || (status[r] & 1u);
+    }
+    notices.drain(expected);
+    if (any_failed) {
+      const std::vector<std::string> errors = comm.allgather(error);
+      std::optional<int> failed;
+      for (int r = 0; r < comm.size(); ++r) {
+        if (errors[r].empty()) continue;
+        if (!failed || (detail::is_cancelled_record(errors[*failed]) && !detail::is_cancelled_record(errors[r])))
+          failed = r;
+      }
+      detail::rethrow_record(errors[*failed], *failed);
+    }
+    if (!c.outputs.empty()) broadcast_outputs(c, *values);
+  }
+
+  void broadcast_outputs(const detail::CompiledRunnable& c, OutputValues& values) {
+    for (const NodePlanDef& n : c.def.nodes) {
+      if (n.outputs.empty()) continue;
+      const int owner = rank_of(n.node);
+      std::string payload;
+      if (owner == comm.rank())
+        for (const std::string& blob : n.outputs) append_record(payload, value_record(*workspaces, n.node, blob));
+      const std::vector<std::string> records = split_records(comm.broadcast(std::move(payload), owner));
+      if (records.size() != n.outputs.size())
+        throw RuntimeError(fmt::format("MpiSession: rank {} sent {} outputs of node \"{}\", not {}", owner,
+                                       records.size(), n.node, n.outputs.size()));
+      std::lock_guard lock(values.mu);
+      for (size_t i = 0; i < records.size(); ++i) values.values[{n.node, n.outputs[i]}] = decode_value(records[i]);
+    }
+  }
+};
+
+MpiSession::MpiSession(MpiSessionOptions options) : state_(std::make_unique<State>(std::move(options))) {
+  for (const auto& [node, rank] : state_->options.node_ranks) {
+    if (rank < 0 || rank >= size())
+      throw InvalidInput(
+          fmt::format("MpiSessionOptions::node_ranks: node \"{}\" is mapped to rank {}, but the job "
+                      "has ranks 0..{}",
+                      node, rank, size() - 1));
+    state_->ranks[node] = rank;
+  }
+}
+
+MpiSession::~MpiSession() = default;
+
+void MpiSession::run(TaskGroup& group) { state_->run_compiled(state_->compiled.get(group)); }
+void MpiSession::run(const Task& task) { state_->run_compiled(state_->compiled.get(task)); }
+void MpiSession::run(const ExecutionStep& step) { state_->run_compiled(state_->compiled.get(step)); }
+void MpiSession::run(const Plan& plan) { state_->run_compiled(state_->compiled.get(plan, "MpiSession")); }
+void MpiSession::run(const Net& net) { state_->run_compiled(state_->compiled.get(net)); }
+void MpiSession::run(const TaskGroupDef& group) { state_->run_compiled(state_->compiled.get(group)); }
+void MpiSession::close() { state_->closed = true; }
+bool MpiSession::is_closed() const { return state_->closed; }
+
+const TaskGroupDef& MpiSession::compile(TaskGroup& group) { return state_->compiled.get(group).def; }
+
+int MpiSession::rank() const noexcept { return state_->comm.rank(); }
+int MpiSession::size() const noexcept { return state_->comm.size(); }
+int MpiSession::rank_of(const std::string& node) const { return state_->rank_of(node); }
+
+bool MpiSession::hosts(const std::string& node) const {
+  auto it = state_->ranks.find(node);
+  return it != state_->ranks.end() && it->second == rank();
+}
+
+Workspace& MpiSession::workspace(const std::string& node) {
+  const int owner = rank_of(node);
+  if (owner != rank())
+    throw InvalidInput(fmt::format("MpiSession: node \"{}\" lives on rank {}, not on this rank ({}); use fetch()", node,
+                                   owner, rank()));
+  return state_->workspaces->node(node);
+}
+
+Tensor MpiSession::fetch(const std::string& node, const std::string& blob) {
+  const int owner = rank_of(node);
+  std::string record;
+  if (owner == rank()) record = value_record(*state_->workspaces, node, blob);
+  return value_or_throw(decode_value(state_->comm.broadcast(std::move(record), owner)));
+}
+
+std::vector<std::string> MpiSession::nodes_with_blob(const std::string& blob, const std::vector<std::string>& nodes) {
+  std::string mine(nodes.size(), '0');  // '1' where a node this rank hosts has the blob
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Workspace* ws = hosts(nodes[i]) ? state_->workspaces->find(nodes[i]) : nullptr;
+    if (ws && ws->has_blob(blob)) mine[i] = '1';
+  }
+  const std::vector<std::string> all = state_->comm.allgather(mine);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& a) { return a[i] == '1'; })) out.push_back(nodes[i]);
+  return out;
+}
+
+bool launched_by_mpi() { return detail::launched_by_mpi(); }
+void finalize_mpi() { detail::finalize_mpi_now(); }
+
+}  // namespace moka
