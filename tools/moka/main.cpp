@@ -22,6 +22,7 @@
 #include "moka/exec/register_operators.h"
 #include "moka/job/run_job.h"
 #include "moka/moka.h"
+#include "moka/mpi/mpi_session.h"
 
 namespace {
 
@@ -147,6 +148,65 @@ moka::Concurrency concurrency_of(bool fibers, bool threads) {
   return fibers ? moka::Concurrency::fibers : threads ? moka::Concurrency::threads : moka::Concurrency::automatic;
 }
 
+// Under mpirun (or srun) only rank 0 prints: results, and error lines (every rank has the same error).
+bool g_quiet_rank = false;
+
+// The rank and size an MPI launcher gave this process (from its environment; 0 and 1 without one).
+int launcher_env(std::initializer_list<const char*> vars, int fallback) {
+  for (const char* var : vars)
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return fallback;
+}
+int launcher_rank() { return launcher_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, 0); }
+int launcher_size() { return launcher_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, 1); }
+
+// `moka run` under an MPI launcher: each node of the TaskGroup (a plan is node "local") runs on its rank
+// (docs/distributed.md); --fetch names a blob of any node, fetched from the rank that hosts it.
+int cmd_run_mpi(const moka::RunnableDef& doc, const std::vector<std::string>& fetch, const moka::RunOptions& options) {
+  moka::TaskGroupDef group;
+  if (const auto* plan = std::get_if<moka::PlanDef>(&doc)) {
+    moka::check_plan(*plan);
+    group.nodes.push_back({.node = "local", .plan = *plan, .outputs = {}});
+  } else {
+    group = std::get<moka::TaskGroupDef>(doc);
+  }
+  moka::MpiSessionOptions session_options;
+  session_options.run = options;
+  moka::MpiSession session(session_options);
+  try {
+    session.run(group);
+  } catch (const moka::Error&) {
+    if (!options.cancel->cancelled()) throw;
+  }
+  if (options.cancel->cancelled()) {
+    if (!g_quiet_rank) std::cerr << "moka: interrupted\n";
+    std::cout.flush();
+    std::cerr.flush();
+    moka::finalize_mpi();
+    std::_Exit(130);
+  }
+  std::vector<std::string> nodes;
+  for (const auto& n : group.nodes) nodes.push_back(n.node);
+  Json out = Json::object();
+  for (const auto& name : fetch) {
+    // As without MPI: a declared output of exactly one node, else a blob present on exactly one node.
+    std::vector<std::string> where;
+    for (const auto& n : group.nodes)
+      if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) where.push_back(n.node);
+    if (where.empty()) where = session.nodes_with_blob(name, nodes);
+    if (where.empty())
+      throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
+    if (where.size() > 1)
+      throw moka::NotFound(
+          fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
+    moka::Blob blob;
+    blob.get_mutable<moka::Tensor>() = session.fetch(where.front(), name);
+    out[name] = blob_json(blob);
+  }
+  if (!g_quiet_rank) std::cout << out.dump() << "\n";
+  return 0;
+}
+
 int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists, double exception_timeout_s,
             bool shared_workspace, moka::Concurrency concurrency) {
   const std::vector<std::string> fetch = split_names(fetch_lists);
@@ -157,6 +217,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& fetch_lists
   options.concurrency = concurrency;
   // SIGINT/SIGTERM cancel the run: steps stop at their next net, blocked operators wake up.
   moka::SignalCancellation on_signal(options.cancel);
+  if (moka::launched_by_mpi()) return cmd_run_mpi(doc, fetch, options);
 
   moka::Workspace plan_ws;
   moka::NodeWorkspaces nodes(shared_workspace);
@@ -219,6 +280,11 @@ std::string byte_size(uint64_t bytes) {
 }
 
 int cmd_job_run(const JobRunArgs& args) {
+  if (launcher_size() > 1)
+    throw moka::InvalidInput(
+        fmt::format("moka job run does not run across {} MPI ranks yet: every rank would run the whole job into "
+                    "one checkpoint directory; run it without mpirun (moka run GROUP.json runs under mpirun)",
+                    launcher_size()));
   const std::vector<std::string> fetch = split_names(args.fetch);
   const moka::JobDef job = moka::load_job_file(args.path);
   moka::JobRunOptions options;
@@ -537,16 +603,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  g_quiet_rank = launcher_rank() != 0;
   try {
     if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, concurrency_of(fibers, threads));
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
     if (*job_run) return cmd_job_run(job_args);
   } catch (const moka::InvalidInput& e) {
-    std::cerr << "moka: invalid input: " << one_line(e.what()) << "\n";
+    if (!g_quiet_rank) std::cerr << "moka: invalid input: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "moka: error: " << one_line(e.what()) << "\n";
+    if (!g_quiet_rank) std::cerr << "moka: error: " << one_line(e.what()) << "\n";
+    if (moka::launched_by_mpi()) moka::finalize_mpi();  // every rank has the same error and gets here
     return exit_now(1);
   } catch (...) {
     std::cerr << "moka: error: unknown exception\n";
