@@ -1,0 +1,86 @@
+"""`moka run` under mpirun (docs/distributed.md, docs/cli.md): each node on its rank, --fetch from the rank
+that hosts the blob, the result and error lines printed once (by rank 0), the same exit code as without
+MPI, `moka job run` refused across ranks, and SIGINT stopping every rank.
+Usage: cli_under_mpi.py MOKA_CLI SOURCE_DIR MPIRUN [MPIRUN_ARGS...]"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+moka, source = sys.argv[1], sys.argv[2]
+mpirun = sys.argv[3:]
+group = os.path.join(source, "examples", "task_groups", "two_nodes.json")
+failures = []
+
+
+def run(args, ranks=None, timeout=60):
+    command = (mpirun + ["-np", str(ranks)] if ranks else []) + [moka] + args
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, text=True)
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+plain = run(["run", group, "--fetch", "total,product"])
+check(plain.returncode == 0, f"without mpirun: exit {plain.returncode}: {plain.stderr}")
+for ranks in (1, 2, 3):
+    r = run(["run", group, "--fetch", "total,product"], ranks)
+    check(r.returncode == 0, f"{ranks} ranks: exit {r.returncode}: {r.stderr}")
+    check(r.stdout == plain.stdout, f"{ranks} ranks: printed {r.stdout!r}, without mpirun {plain.stdout!r}")
+    check(json.loads(plain.stdout)["total"]["data"] == [15], f"total: {plain.stdout}")
+
+# An error: one line, from rank 0 only, and the exit code moka has without mpirun.
+r = run(["run", group, "--fetch", "nosuch"], 3)
+lines = [l for l in r.stderr.splitlines() if l.startswith("moka:")]
+check(r.returncode == 1, f"missing --fetch blob: exit {r.returncode}")
+check(lines == ['moka: error: --fetch: blob "nosuch" does not exist on any node after the run'],
+      f"missing --fetch blob: error lines {lines}")
+
+with tempfile.TemporaryDirectory() as tmp:
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"name": "g", "nodes": [{"node": "a", "plan": {"network": [], "execution_step": [{"name": "s", '
+                '"network": ["nope"]}]}}]}')
+    r = run(["run", bad], 2)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("moka:")]
+    check(r.returncode == 2, f"invalid group: exit {r.returncode}")
+    check(len(lines) == 1 and lines[0].startswith("moka: invalid input: "), f"invalid group: error lines {lines}")
+
+    job = os.path.join(source, "examples", "jobs", sorted(j for j in os.listdir(os.path.join(source, "examples", "jobs"))
+                                                          if j.endswith(".json"))[0])
+    r = run(["job", "run", job, "--checkpoint-dir", os.path.join(tmp, "ckpt")], 2)
+    check(r.returncode == 2 and "does not run across 2 MPI ranks" in r.stderr, f"job run: {r.returncode} {r.stderr}")
+    check(not os.path.exists(os.path.join(tmp, "ckpt")), "job run under mpirun touched the checkpoint directory")
+
+    # SIGINT to mpirun reaches every rank: the run stops, exit 130 (mpirun may report its own code for a
+    # signalled job; what matters is that it ends promptly and not with 0).
+    forever = os.path.join(tmp, "forever.json")
+    with open(forever, "w") as f:
+        json.dump({"name": "g", "nodes": [{"node": n, "plan": {
+            "network": [{"name": n + "_net", "op": [{"type": "ConstantFill", "output": ["x"],
+                                                      "arg": [{"name": "shape", "ints": []}]}]}],
+            "execution_step": [{"name": n + "_loop", "network": [n + "_net"], "num_iter": 10 ** 15}]}}
+            for n in ("a", "b")]}, f)
+    p = subprocess.Popen(mpirun + ["-np", "2", moka, "run", forever], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(2.0)
+    start = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=10)
+        elapsed = time.monotonic() - start
+        check(p.returncode != 0, f"SIGINT: exit {p.returncode}")
+        check(elapsed < 5, f"SIGINT: took {elapsed:.1f} s")
+        print(f"SIGINT: exit {p.returncode} after {elapsed:.2f} s")
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "SIGINT: still running 10 s later")
+
+print("ok" if not failures else f"{len(failures)} failures")
+sys.exit(1 if failures else 0)
