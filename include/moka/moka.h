@@ -59,6 +59,7 @@
 #include "moka/operators/arguments.h"
 #include "moka/operators/blobs_queue.h"
 #include "moka/operators/callable.h"
+#include "moka/operators/collectives.h"
 #include "moka/operators/counter.h"
 #include "moka/operators/mutex.h"
 #include "moka/operators/operator.h"

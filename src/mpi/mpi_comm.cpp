@@ -72,6 +72,13 @@ MpiComm::MpiComm() {
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
 }
 
+MPI_Comm MpiComm::split(bool member) const {
+  MPI_Comm out = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED, rank_, &out), "MPI_Comm_split");
+  if (out != MPI_COMM_NULL) check_mpi(MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  return out;
+}
+
 MpiComm::~MpiComm() {
   int finalized = 0;
   MPI_Finalized(&finalized);

@@ -45,6 +45,9 @@ class MpiComm {
   std::vector<std::string> allgather(const std::string& value) const;
   /// `root`'s value on every rank (the argument is ignored elsewhere).
   std::string broadcast(std::string value, int root) const;
+  /// A new communicator of the ranks that pass member = true, ordered by rank (MPI_COMM_NULL on the
+  /// others); errors returned. The caller frees it.
+  MPI_Comm split(bool member) const;
 
  private:
   friend class FailureNotices;

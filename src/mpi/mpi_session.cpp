@@ -20,6 +20,7 @@
 #include "moka/session/run_task_group.h"
 #include "moka/storage/blob_serializer.h"
 #include "mpi/error_record.h"
+#include "mpi/mpi_collectives.h"
 #include "mpi/mpi_comm.h"
 #include "session/compiled_runnables.h"
 
@@ -139,7 +140,8 @@ struct MpiSession::State {
 
   MpiSessionOptions options;
   detail::MpiComm comm;
-  std::shared_ptr<NodeWorkspaces> workspaces = std::make_shared<NodeWorkspaces>();
+  std::shared_ptr<detail::MpiCollectiveService> collectives = std::make_shared<detail::MpiCollectiveService>(comm);
+  std::shared_ptr<NodeWorkspaces> workspaces = std::make_shared<NodeWorkspaces>(false, collectives);
   detail::CompiledRunnables compiled;  // after workspaces: its prepared groups use them
   std::map<std::string, int> ranks;    // every node with a rank: node_ranks, then those runs assigned
   int64_t next_default = 0;            // how many nodes the default rule placed
@@ -192,6 +194,7 @@ struct MpiSession::State {
       c.checked = true;
     }
     for (const NodePlanDef& n : c.def.nodes) place(n.node);
+    collectives->prepare(c.def, [this](const std::string& node) { return rank_of(node); });
     if (!c.session_data) c.session_data = std::make_shared<OutputValues>();
     auto values = std::static_pointer_cast<OutputValues>(c.session_data);
     for (auto& [node, outs] : c.outputs) {
@@ -213,10 +216,12 @@ struct MpiSession::State {
       for (const NodePlanDef& n : c.def.nodes)
         if (rank_of(n.node) == comm.rank()) mine.nodes.push_back(n);
       if (!mine.nodes.empty()) {
+        std::vector<std::string> all;  // a world that names no nodes is over the whole group
+        for (const NodePlanDef& n : c.def.nodes) all.push_back(n.node);
         if (!options.reuse_nets) {
-          run_task_group(mine, *workspaces, run);
+          PreparedTaskGroup(mine, *workspaces, all).run(run);
         } else {
-          if (!c.prepared) c.prepared = std::make_unique<PreparedTaskGroup>(mine, *workspaces);
+          if (!c.prepared) c.prepared = std::make_unique<PreparedTaskGroup>(mine, *workspaces, all);
           c.prepared->run(run);
         }
       }
@@ -238,6 +243,7 @@ struct MpiSession::State {
     }
     notices.drain(expected);
     if (any_failed) {
+      collectives->reset();  // a cancelled common world may have left a wait in flight on its communicator
       const std::vector<std::string> errors = comm.allgather(error);
       std::optional<int> failed;
       for (int r = 0; r < comm.size(); ++r) {

@@ -21,7 +21,8 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_timer_ops(reg);
   register_dataset_ops(reg);
   register_queue_ops(reg);
-  // The others wait only in BlobsQueue reads and writes, which yield inside a fiber.
+  register_collective_ops(reg);
+  // The others wait only in BlobsQueue reads and writes and in collectives, which yield inside a fiber.
   for (const std::string& type : reg.types())
     if (std::find(callable.begin(), callable.end(), type) == callable.end()) reg.mark_fiber_safe(type);
 }

@@ -7,6 +7,14 @@
 
 namespace moka {
 
+NodeWorkspaces::NodeWorkspaces(bool shared, std::shared_ptr<CollectiveService> collectives)
+    : shared_(shared), collectives_(collectives ? std::move(collectives) : std::make_shared<CollectiveService>()) {}
+
+NodeWorkspaces::~NodeWorkspaces() {
+  for (const auto& [name, ws] : by_node_)
+    if (ws) detail::bind_collectives(ws.get(), name, nullptr);
+}
+
 Workspace& NodeWorkspaces::node(const std::string& name) {
   std::lock_guard lk(mu_);
   if (shared_) {
@@ -15,7 +23,10 @@ Workspace& NodeWorkspaces::node(const std::string& name) {
     return *shared_ws_;
   }
   auto& ws = by_node_[name];
-  if (!ws) ws = std::make_unique<Workspace>();
+  if (!ws) {
+    ws = std::make_unique<Workspace>();
+    detail::bind_collectives(ws.get(), name, collectives_);
+  }
   return *ws;
 }
 

@@ -54,8 +54,11 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
   PreparedTaskGroup(group, workspaces).run(options);
 }
 
-PreparedTaskGroup::PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces)
-    : group_(std::move(group)), workspaces_(workspaces) {
+PreparedTaskGroup::PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces,
+                                     std::vector<std::string> group_nodes)
+    : group_(std::move(group)), workspaces_(workspaces), group_nodes_(std::move(group_nodes)) {
+  if (group_nodes_.empty())
+    for (const auto& node : group_.nodes) group_nodes_.push_back(node.node);
   for (const auto& node : group_.nodes)  // PreparedPlan checks the plan
     with_node_context(
         node.node, [&] { plans_.push_back(std::make_unique<PreparedPlan>(workspaces_.node(node.node), node.plan)); });
@@ -69,6 +72,7 @@ void PreparedTaskGroup::unregister_nets() {
 }
 
 void PreparedTaskGroup::run(const RunOptions& options) {
+  workspaces_.collectives().begin_run(group_nodes_);
   for (const auto& node : group_.nodes) {
     Workspace& ws = workspaces_.node(node.node);
     for (const auto& out : node.outputs) ws.create_blob(out);
@@ -102,12 +106,17 @@ void PreparedTaskGroup::run(const RunOptions& options) {
         with_node_context(*node, [&] { plan->run(node_options); });
       } catch (...) {
         error = std::current_exception();
-        token->cancel();
       }
-      std::lock_guard lk(state->mu);
-      if (error && !state->first_error) state->first_error = std::move(error);
-      error = nullptr;  // released under the lock: the waiter rethrows the same exception object
-      if (--state->remaining == 0) state->cv.notify_all();
+      const bool failed = error != nullptr;
+      {
+        std::lock_guard lk(state->mu);
+        if (error && !state->first_error) state->first_error = std::move(error);
+        error = nullptr;  // released under the lock: the waiter rethrows the same exception object
+        if (--state->remaining == 0) state->cv.notify_all();
+      }
+      // Cancel the others only once this error is recorded: theirs (a Cancelled, or a collective
+      // woken by the cancellation) then never passes for the first one.
+      if (failed) token->cancel();
     });
   }
   BlockingScope blocking;

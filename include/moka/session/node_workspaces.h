@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moka/core/workspace.h"
+#include "moka/operators/collectives.h"
 
 namespace moka {
 
@@ -16,10 +17,14 @@ namespace moka {
 /// By default every node gets its own root workspace, so tasks on different nodes cannot see each
 /// other's blobs — a local run behaves like a multi-process one. With `shared = true` every node
 /// maps to one workspace, as in Caffe2's LocalSession (for code ported from Caffe2 that relies on it).
+/// Each node's own workspace is bound to the node and to `collectives` (an in-process CollectiveService
+/// when null), so the collective operators of its nets find their common worlds; a shared workspace
+/// is bound to no node, and collectives there are an InvalidInput.
 /// Thread-safety: node() may be called concurrently; workspaces live as long as this object.
 class NodeWorkspaces {
  public:
-  explicit NodeWorkspaces(bool shared = false) : shared_(shared) {}
+  explicit NodeWorkspaces(bool shared = false, std::shared_ptr<CollectiveService> collectives = nullptr);
+  ~NodeWorkspaces();
   NodeWorkspaces(const NodeWorkspaces&) = delete;
   NodeWorkspaces& operator=(const NodeWorkspaces&) = delete;
 
@@ -33,9 +38,12 @@ class NodeWorkspaces {
   /// Nodes that have a workspace, sorted.
   std::vector<std::string> nodes() const;
   bool shared() const { return shared_; }
+  /// The service the nodes' collective operators meet in.
+  CollectiveService& collectives() const { return *collectives_; }
 
  private:
   const bool shared_;
+  const std::shared_ptr<CollectiveService> collectives_;
   mutable std::mutex mu_;
   std::unique_ptr<Workspace> shared_ws_;
   std::map<std::string, std::unique_ptr<Workspace>> by_node_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "moka/defs/task_group_def.h"
@@ -27,7 +28,10 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
 ///
 /// Construction checks every node's plan (InvalidInput naming the node) and the shared-workspace
 /// net-name rule once; each node then runs as a PreparedPlan, so repeated runs reuse the
-/// instantiated nets while the node's workspace is unchanged. run() behaves as run_task_group.
+/// instantiated nets while the node's workspace is unchanged. run() behaves as run_task_group, and first
+/// tells the workspaces' CollectiveService the group's nodes (a common world that names no nodes is over
+/// them): `group_nodes` when given — the whole group, when `group` is one process's share of it — else
+/// the nodes of `group`.
 /// @code
 ///   moka::PreparedTaskGroup prepared(def, workspaces);
 ///   for (int i = 0; i < 100; ++i) prepared.run();
@@ -35,7 +39,7 @@ void run_task_group(const TaskGroupDef& group, NodeWorkspaces& workspaces, const
 /// Thread-safety: one run at a time; workspaces must outlive it.
 class PreparedTaskGroup {
  public:
-  PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces);
+  PreparedTaskGroup(TaskGroupDef group, NodeWorkspaces& workspaces, std::vector<std::string> group_nodes = {});
   ~PreparedTaskGroup();
   PreparedTaskGroup(const PreparedTaskGroup&) = delete;
   PreparedTaskGroup& operator=(const PreparedTaskGroup&) = delete;
@@ -48,6 +52,7 @@ class PreparedTaskGroup {
  private:
   TaskGroupDef group_;
   NodeWorkspaces& workspaces_;
+  std::vector<std::string> group_nodes_;
   std::vector<std::unique_ptr<PreparedPlan>> plans_;  // per node of group_
 };
 

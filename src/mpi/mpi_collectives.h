@@ -1,0 +1,52 @@
+// MpiCollectiveService: common worlds whose nodes live on several ranks, each with an MPI communicator of
+// those ranks made before the run that uses it (docs/collectives.md §3).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moka/defs/task_group_def.h"
+#include "moka/operators/collectives.h"
+#include "mpi/mpi_comm.h"
+
+namespace moka::detail {
+
+/// @brief The CollectiveService of an MpiSession.
+///
+/// A world's communicator cannot be made when its first node reaches CreateCommonWorld: making one is
+/// a wait on other ranks that nothing could cancel. So before each run, on every rank at once,
+/// prepare() reads every CreateCommonWorld of the run's definition (which every rank holds whole),
+/// and makes — in the same order everywhere — a communicator for each (name, nodes) that spans more
+/// than one rank and has none yet. Worlds of one (name, nodes) share it: a node makes them one after
+/// the other, so their calls never interleave. After a failed run reset() drops them all (a cancelled
+/// world may have left a wait in flight on its communicator); the next run makes new ones.
+class MpiCollectiveService final : public CollectiveService {
+ public:
+  explicit MpiCollectiveService(const MpiComm& comm) : comm_(comm) {}
+
+  /// Collective over every rank; `rank_of` gives each node's rank.
+  void prepare(const TaskGroupDef& def, const std::function<int(const std::string&)>& rank_of);
+  /// Collective over every rank (every rank knows the run failed).
+  void reset();
+
+ protected:
+  std::shared_ptr<CollectiveTransport> transport_for(const std::string& name, const std::vector<std::string>& nodes,
+                                                     std::vector<int>& process_of) override;
+
+ private:
+  struct World {
+    std::vector<int> ranks;  // sorted; the communicator's process p is ranks[p]
+    std::shared_ptr<CollectiveTransport> transport;  // null on a rank outside the world
+  };
+  const MpiComm& comm_;
+  std::mutex mu_;
+  std::map<std::string, int> rank_of_;                                        // node -> rank, as of prepare()
+  std::map<std::pair<std::string, std::vector<std::string>>, World> worlds_;  // (name, nodes)
+};
+
+}  // namespace moka::detail

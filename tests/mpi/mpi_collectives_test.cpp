@@ -1,0 +1,120 @@
+// Collective operators under MpiSession (part of moka_mpi_tests, run on every rank under mpirun with 1 to 4
+// ranks): the same TaskGroups as under LocalSession give the same outputs on every rank; mismatched inputs
+// across ranks and an error on one rank while the others wait in Allreduce end the run everywhere.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "moka/moka.h"
+#include "moka/mpi/mpi_session.h"
+#include "support/collective_groups.h"
+
+namespace moka {
+namespace {
+
+namespace ops = moka::ops;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string what_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return {};
+}
+
+TEST(MpiCollectives, GiveLocalSessionsAnswersOnEveryRank) {
+  for (int nodes : {1, 2, 3, 5}) {
+    SCOPED_TRACE(nodes);
+    LocalSession local;
+    const testing::CollectiveOutputs want = testing::run_every_collective(local, nodes);
+    MpiSession mpi;
+    const testing::CollectiveOutputs got = testing::run_every_collective(mpi, nodes);
+    EXPECT_EQ(got.size(), want.size());
+    for (const auto& [name, value] : want) {
+      auto it = got.find(name);
+      if (it == got.end()) {
+        ADD_FAILURE() << "no output " << name;
+        continue;
+      }
+      EXPECT_EQ(it->second, value) << name << " on rank " << mpi.rank() << ": " << it->second.to_string();
+    }
+    // And a second run of a new group in the same session.
+    EXPECT_EQ(testing::run_every_collective(mpi, nodes).size(), want.size());
+  }
+}
+
+TEST(MpiCollectives, MismatchedShapesAcrossRanksAreOneErrorEverywhere) {
+  MpiSession session;
+  TaskGroup tg([&] {
+    for (int i = 0; i < 4; ++i)
+      Node(testing::collective_node(i), [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          ops::op("Allreduce", {cw, ops::Const(std::vector<double>(static_cast<std::size_t>(i < 3 ? 2 : 3), 1.0))},
+                  {BlobRef("y")});
+        });
+      });
+  });
+  const std::string what = what_of([&] { session.run(tg); });
+  EXPECT_TRUE(contains(what, "every node must give the same dtype and shape")) << what;
+  EXPECT_TRUE(contains(what, "float64[3]")) << what;
+  // The world is usable on: a matching Allreduce in the next run.
+  TaskOutput out;
+  TaskGroup ok([&] {
+    for (int i = 0; i < 4; ++i)
+      Node(testing::collective_node(i), [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          const BlobRef y = ops::op("Allreduce", {cw, ops::Const(int64_t{i})}, {BlobRef("y")})[0];
+          if (i == 3) out = final_output(y);
+        });
+      });
+  });
+  session.run(ok);
+  EXPECT_EQ(out.fetch<int64_t>(), 6);
+}
+
+// n0 fails at run time (after making the world) while every other node waits for it in Allreduce: the
+// run ends on every rank with n0's error, in well under the test's timeout.
+TEST(MpiCollectives, AnErrorOnOneRankWakesTheRanksWaitingInAllreduce) {
+  MpiSession session;
+  TaskGroup tg([&] {
+    for (int i = 0; i < 4; ++i)
+      Node(testing::collective_node(i), [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          if (i == 0)
+            ops::op("CreateCommonWorld", {}, {BlobRef("bad")},
+                    {{"nodes", std::vector<std::string>{"n1", "n2"}}, {"name", std::string("bad")}});
+          ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+        });
+      });
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = what_of([&] { session.run(tg); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "rank " << session.rank();
+  EXPECT_TRUE(contains(what, "rank 0 > node \"n0\"")) << what;
+  EXPECT_TRUE(contains(what, "is not one of its nodes [n1, n2]")) << what;
+  // After the failed run the worlds are made anew and work.
+  TaskOutput out;
+  TaskGroup ok([&] {
+    for (int i = 0; i < 4; ++i)
+      Node(testing::collective_node(i), [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          const BlobRef y = ops::op("Allreduce", {cw, ops::Const(2.0)}, {BlobRef("y")})[0];
+          if (i == 1) out = final_output(y);
+        });
+      });
+  });
+  session.run(ok);
+  EXPECT_EQ(out.fetch<double>(), 8.0);
+}
+
+}  // namespace
+}  // namespace moka
