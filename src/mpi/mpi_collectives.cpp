@@ -119,15 +119,14 @@ class MpiTransport final : public CollectiveTransport {
     std::size_t total = 0;
     for (std::size_t b : bytes_of) {
       if (total + b > INT_MAX)
-        throw InvalidInput(
-            fmt::format("Allgather: {} bytes or more across ranks; Allgather over MPI moves less than 2 GiB",
-                        total + b));
+        throw InvalidInput(fmt::format(
+            "Allgather: {} bytes or more across ranks; Allgather over MPI moves less than 2 GiB", total + b));
       counts.push_back(static_cast<int>(b));
       displs.push_back(static_cast<int>(total));
       total += b;
     }
-    check_mpi(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_BYTE, all, counts.data(),
-                             displs.data(), MPI_BYTE, comm_),
+    check_mpi(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_BYTE, all, counts.data(), displs.data(),
+                             MPI_BYTE, comm_),
               "MPI_Allgatherv");
   }
 
@@ -208,11 +207,11 @@ std::shared_ptr<CollectiveTransport> MpiCollectiveService::transport_for(const s
   std::lock_guard lk(mu_);
   auto it = worlds_.find({name, nodes});
   if (it == worlds_.end())
-    throw InvalidInput(fmt::format(
-        "CreateCommonWorld \"{}\" over [{}]: the run's definition holds no such CreateCommonWorld (under "
-        "MpiSession a world is made from the definition, before the run; its name and nodes must be "
-        "arguments of the operator, or its defaults)",
-        name, fmt::join(nodes, ", ")));
+    throw InvalidInput(
+        fmt::format("CreateCommonWorld \"{}\" over [{}]: the run's definition holds no such CreateCommonWorld (under "
+                    "MpiSession a world is made from the definition, before the run; its name and nodes must be "
+                    "arguments of the operator, or its defaults)",
+                    name, fmt::join(nodes, ", ")));
   const World& w = it->second;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const int rank = rank_of_.at(nodes[i]);

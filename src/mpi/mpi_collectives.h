@@ -40,7 +40,7 @@ class MpiCollectiveService final : public CollectiveService {
 
  private:
   struct World {
-    std::vector<int> ranks;  // sorted; the communicator's process p is ranks[p]
+    std::vector<int> ranks;                          // sorted; the communicator's process p is ranks[p]
     std::shared_ptr<CollectiveTransport> transport;  // null on a rank outside the world
   };
   const MpiComm& comm_;

@@ -62,8 +62,7 @@ class CollectiveOpBase : public OperatorBase {
   // The handle of input 0, its world bound so that cancel() reaches it.
   const CommonWorldHandle& world() {
     const CommonWorldHandle& h = input_object<CommonWorldHandle>(0);
-    if (!h.world)
-      throw InvalidInput(fmt::format("{}: input 0 (\"{}\") holds no common world", type(), input_name(0)));
+    if (!h.world) throw InvalidInput(fmt::format("{}: input 0 (\"{}\") holds no common world", type(), input_name(0)));
     if (h.world != bound_) {
       std::lock_guard lk(mu_);
       bound_ = h.world;
@@ -75,9 +74,10 @@ class CollectiveOpBase : public OperatorBase {
   // Outputs 0..n-1 are inputs 1..n (checked at construction).
   void check_pairs() const {
     if (output_size() != input_size() - 1)
-      throw InvalidInput(fmt::format("{}: takes [common_world, X1..Xn] and outputs [Y1..Yn]; got {} inputs and {} "
-                                     "outputs",
-                                     type(), input_size(), output_size()));
+      throw InvalidInput(
+          fmt::format("{}: takes [common_world, X1..Xn] and outputs [Y1..Yn]; got {} inputs and {} "
+                      "outputs",
+                      type(), input_size(), output_size()));
   }
 
  private:
@@ -93,8 +93,8 @@ class AllreduceOp final : public CollectiveOpBase {
     const std::string name = args().get_string("reduction", "sum");
     const auto r = reduction_from_name(name);
     if (!r)
-      throw InvalidInput(fmt::format("Allreduce: argument \"reduction\" = \"{}\": must be sum, max, min or product",
-                                     name));
+      throw InvalidInput(
+          fmt::format("Allreduce: argument \"reduction\" = \"{}\": must be sum, max, min or product", name));
     reduction_ = *r;
   }
   bool run() override {
@@ -109,8 +109,7 @@ class AllreduceOp final : public CollectiveOpBase {
 
 class BroadcastOp final : public CollectiveOpBase {
  public:
-  BroadcastOp(const OperatorDef& def, Workspace* ws)
-      : CollectiveOpBase(def, ws), root_(args().get_int("root", 0)) {
+  BroadcastOp(const OperatorDef& def, Workspace* ws) : CollectiveOpBase(def, ws), root_(args().get_int("root", 0)) {
     check_pairs();
     if (root_ < 0) throw InvalidInput(fmt::format("Broadcast: argument \"root\" = {} must be >= 0", root_));
   }
@@ -151,19 +150,20 @@ namespace detail {
 
 void register_collective_ops(OperatorRegistry& reg) {
   constexpr int kAny = OpSchema::kUnbounded;
-  reg.add(OpSchema("CreateCommonWorld")
-              .inputs(0, 1)
-              .outputs(1)
-              .arg("nodes", ArgType::Strings, "the world's nodes, in order; default: every node of the running TaskGroup")
-              .arg("name", ArgType::String,
-                   "the world's name: the k-th CreateCommonWorld of each node with the same name and nodes "
-                   "joins the same world; default: the output blob's name")
-              .arg("size", ArgType::Int, "Caffe2's world size: when given, must equal the number of nodes", "-1")
-              .arg("timeout_ms", ArgType::Int, "accepted for Caffe2 compatibility; waits end on cancellation", "0")
-              .doc("Makes (or joins) a common world of nodes and stores this node's handle in the output. The input "
-                   "Caffe2 takes (a store handler) is accepted and not used: the session is the rendezvous. Runs in "
-                   "the node workspaces of a LocalSession or an MpiSession."),
-          factory_of<CreateCommonWorldOp>());
+  reg.add(
+      OpSchema("CreateCommonWorld")
+          .inputs(0, 1)
+          .outputs(1)
+          .arg("nodes", ArgType::Strings, "the world's nodes, in order; default: every node of the running TaskGroup")
+          .arg("name", ArgType::String,
+               "the world's name: the k-th CreateCommonWorld of each node with the same name and nodes "
+               "joins the same world; default: the output blob's name")
+          .arg("size", ArgType::Int, "Caffe2's world size: when given, must equal the number of nodes", "-1")
+          .arg("timeout_ms", ArgType::Int, "accepted for Caffe2 compatibility; waits end on cancellation", "0")
+          .doc("Makes (or joins) a common world of nodes and stores this node's handle in the output. The input "
+               "Caffe2 takes (a store handler) is accepted and not used: the session is the rendezvous. Runs in "
+               "the node workspaces of a LocalSession or an MpiSession."),
+      factory_of<CreateCommonWorldOp>());
   reg.add(OpSchema("Allreduce")
               .inputs(2, kAny)
               .outputs(1, kAny)
@@ -187,10 +187,8 @@ void register_collective_ops(OperatorRegistry& reg) {
                    "in the world's node order (a scalar counts as shape [1]). The same dtype and shape on every "
                    "node."),
           factory_of<AllgatherOp>());
-  reg.add(OpSchema("Barrier")
-              .inputs(1)
-              .outputs(0)
-              .doc("Barrier([common_world]): returns once every node of the world reached it."),
+  reg.add(OpSchema("Barrier").inputs(1).outputs(0).doc(
+              "Barrier([common_world]): returns once every node of the world reached it."),
           factory_of<BarrierOp>());
 }
 

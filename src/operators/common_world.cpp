@@ -197,9 +197,10 @@ void CommonWorld::cancel() {
 }
 
 void CommonWorld::throw_cancelled() const {
-  throw Cancelled(fmt::format("common world \"{}\" was cancelled (an error elsewhere, or a stop); a new "
-                              "CreateCommonWorld makes a usable one",
-                              name_));
+  throw Cancelled(
+      fmt::format("common world \"{}\" was cancelled (an error elsewhere, or a stop); a new "
+                  "CreateCommonWorld makes a usable one",
+                  name_));
 }
 
 // Waits for ready(); a cancellation ends the wait too unless `cancellable` is false. Inside a fiber the
@@ -230,9 +231,10 @@ void CommonWorld::collective(int member, const Call& call) {
   wait(lk, [&] { return phase_ == Phase::gathering; });
   if (cancelled_.load()) throw_cancelled();
   if (slots_[slot])
-    throw RuntimeError(fmt::format("common world \"{}\": node \"{}\" made a second collective call before its first "
-                                   "returned (a node's collectives must run one at a time)",
-                                   name_, nodes_[member]));
+    throw RuntimeError(
+        fmt::format("common world \"{}\": node \"{}\" made a second collective call before its first "
+                    "returned (a node's collectives must run one at a time)",
+                    name_, nodes_[member]));
   slots_[slot] = call;
   if (++arrived_ == static_cast<int>(local_.size())) {
     phase_ = Phase::working;
@@ -288,12 +290,12 @@ CommonWorld::LocalCheck CommonWorld::check_local() const {
   for (std::size_t s = 1; s < slots_.size(); ++s) {
     const Call& c = *slots_[s];
     if (c.kind != first.kind || c.param != first.param)
-      return {static_cast<int32_t>(ErrorKind::invalid_input),
-              fmt::format(
-          "common world \"{}\": node \"{}\" calls {}, node \"{}\" calls {}; every node must make the same "
-          "collectives in the same order",
-          name_, nodes_[local_[0]], describe_call(static_cast<int32_t>(first.kind), first.param), nodes_[local_[s]],
-          describe_call(static_cast<int32_t>(c.kind), c.param))};
+      return {
+          static_cast<int32_t>(ErrorKind::invalid_input),
+          fmt::format("common world \"{}\": node \"{}\" calls {}, node \"{}\" calls {}; every node must make the same "
+                      "collectives in the same order",
+                      name_, nodes_[local_[0]], describe_call(static_cast<int32_t>(first.kind), first.param),
+                      nodes_[local_[s]], describe_call(static_cast<int32_t>(c.kind), c.param))};
   }
   if (first.kind == Kind::barrier) return {};
   const char* what = kind_name(static_cast<int32_t>(first.kind));
@@ -305,11 +307,12 @@ CommonWorld::LocalCheck CommonWorld::check_local() const {
                           what, name_, nodes_[local_[s]], t.describe(), what,
                           first.kind == Kind::allreduce ? "" : " and bool")};
     if (s > 0 && (t.dtype() != slots_[0]->in->dtype() || t.shape() != slots_[0]->in->shape()))
-      return {static_cast<int32_t>(ErrorKind::invalid_input),
-              fmt::format(
-          "{} on common world \"{}\": node \"{}\" gives {}, node \"{}\" gives {}; every node must give the same "
-          "dtype and shape",
-          what, name_, nodes_[local_[0]], slots_[0]->in->describe(), nodes_[local_[s]], t.describe())};
+      return {
+          static_cast<int32_t>(ErrorKind::invalid_input),
+          fmt::format(
+              "{} on common world \"{}\": node \"{}\" gives {}, node \"{}\" gives {}; every node must give the same "
+              "dtype and shape",
+              what, name_, nodes_[local_[0]], slots_[0]->in->describe(), nodes_[local_[s]], t.describe())};
   }
   return {};
 }
@@ -375,11 +378,11 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
   const Header& h0 = all[0];
   for (const Header& h : all) {
     if (h.kind != h0.kind || h.param != h0.param)
-      throw InvalidInput(fmt::format(
-          "common world \"{}\": node \"{}\" calls {}, node \"{}\" calls {}; every node must make the same "
-          "collectives in the same order",
-          name_, nodes_[h0.first_member], describe_call(h0.kind, h0.param), nodes_[h.first_member],
-          describe_call(h.kind, h.param)));
+      throw InvalidInput(
+          fmt::format("common world \"{}\": node \"{}\" calls {}, node \"{}\" calls {}; every node must make the same "
+                      "collectives in the same order",
+                      name_, nodes_[h0.first_member], describe_call(h0.kind, h0.param), nodes_[h.first_member],
+                      describe_call(h.kind, h.param)));
     if (h.dtype != h0.dtype || h.shape_digest != h0.shape_digest || h.nbytes != h0.nbytes)
       throw InvalidInput(fmt::format(
           "{} on common world \"{}\": node \"{}\" gives {}, node \"{}\" gives {}; every node must give the same "

@@ -56,8 +56,8 @@ inline CollectiveOutputs run_every_collective(Session& session, int nodes) {
           if (i % 2 == 0) {
             std::vector<std::string> even;
             for (int k = 0; k < nodes; k += 2) even.push_back(collective_node(k));
-            const BlobRef ew =
-                ops::op("CreateCommonWorld", {}, {BlobRef("even")}, {{"nodes", even}, {"name", std::string("even")}})[0];
+            const BlobRef ew = ops::op("CreateCommonWorld", {}, {BlobRef("even")},
+                                       {{"nodes", even}, {"name", std::string("even")}})[0];
             const BlobRef z = ops::Const(int64_t{i}, {.blob_out = "z"});
             outs[node + "/even_sum"] = final_output(ops::op("Allreduce", {ew, z}, {BlobRef("even_sum")})[0]);
           }

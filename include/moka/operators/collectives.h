@@ -109,7 +109,7 @@ class CommonWorld {
   const std::vector<std::string> nodes_;
   const std::vector<int> process_of_;
   const std::shared_ptr<CollectiveTransport> transport_;
-  std::vector<int> local_;  // the members of this process, in order
+  std::vector<int> local_;    // the members of this process, in order
   std::vector<int> slot_of_;  // member -> position in local_, or -1
 
   std::mutex mu_;
@@ -133,9 +133,9 @@ struct CommonWorldHandle {
 ///
 /// In a run, the k-th CreateCommonWorld of a node for a given name and node list joins the k-th world of
 /// that name and list, whichever node creates it first. Counting starts again with each run, so a run
-/// that failed between two nodes' CreateCommonWorld leaves nothing behind. This class serves nodes that all live in this
-/// process; moka::mpi derives from it for nodes spread over processes.
-/// Thread-safety: every method may be called concurrently.
+/// that failed between two nodes' CreateCommonWorld leaves nothing behind. This class serves nodes that all live in
+/// this process; moka::mpi derives from it for nodes spread over processes. Thread-safety: every method may be called
+/// concurrently.
 class CollectiveService {
  public:
   CollectiveService() = default;

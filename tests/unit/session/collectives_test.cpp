@@ -181,17 +181,17 @@ TEST(Collectives, BadArgumentsAndPlacesAreClearErrors) {
     ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")}, {{"reduction", std::string("mean")}});
   });
   EXPECT_TRUE(contains(error_of<InvalidInput>([&] { session.run(reduction); }), "must be sum, max, min or product"));
-  TaskGroup not_world = TaskGroup([] {
-    Node("a", [] { Task([] { ops::op("Barrier", {ops::Const(1.0)}, std::vector<BlobRef>{}); }); });
-  });
+  TaskGroup not_world =
+      TaskGroup([] { Node("a", [] { Task([] { ops::op("Barrier", {ops::Const(1.0)}, std::vector<BlobRef>{}); }); }); });
   EXPECT_TRUE(contains(error_of<TypeError>([&] { session.run(not_world); }), "input"));
 
   LocalSession shared({.shared_workspace = true});
   TaskGroup any = group_of(1, [](int, const BlobRef&) {});
   EXPECT_TRUE(contains(error_of<InvalidInput>([&] { shared.run(any); }), "no node's workspace of a session"));
   Workspace plain;
-  EXPECT_TRUE(contains(error_of<InvalidInput>([&] { run_operator_once(plain, make_op("CreateCommonWorld", {}, {"cw"})); }),
-                       "no node's workspace"));
+  EXPECT_TRUE(
+      contains(error_of<InvalidInput>([&] { run_operator_once(plain, make_op("CreateCommonWorld", {}, {"cw"})); }),
+               "no node's workspace"));
 }
 
 }  // namespace
