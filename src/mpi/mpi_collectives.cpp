@@ -7,8 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "moka/core/blocking.h"
 #include "moka/core/error.h"
@@ -52,6 +56,27 @@ MPI_Op mpi_op(Reduction r) {
   return MPI_SUM;
 }
 
+// An agreement's MPI_Iallgather and the buffers it sends from and receives into.
+struct AgreementInFlight {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<std::byte> mine, all;
+};
+
+// Keeps an abandoned agreement's buffers for the rest of the process. A cancelled agreement leaves its
+// MPI_Iallgather posted (MPI has no way to cancel a collective): any later MPI call on this process may
+// still progress it and write what other ranks sent into its buffers, so they are never freed. The
+// communicator is not used again (a failed run remakes every world), so this costs a few hundred bytes
+// per rank and abandoned collective, no more.
+void keep_until_exit(std::unique_ptr<AgreementInFlight> wait) {
+  struct Kept {
+    std::mutex mu;
+    std::vector<std::unique_ptr<AgreementInFlight>> waits;
+  };
+  static Kept* const kept = new Kept;  // never destroyed: MPI may progress these up to MPI_Finalize and past exit()
+  std::lock_guard lk(kept->mu);
+  kept->waits.push_back(std::move(wait));
+}
+
 // The CollectiveTransport of one world's ranks: agree() is a polled MPI_Iallgather that a cancellation
 // abandons; the data moves with MPI's blocking collectives (tuned, and bounded once every rank agreed).
 class MpiTransport final : public CollectiveTransport {
@@ -70,18 +95,27 @@ class MpiTransport final : public CollectiveTransport {
   int processes() const noexcept override { return size_; }
 
   void agree(const void* mine, std::size_t bytes, void* all, const std::atomic<bool>& cancelled) override {
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, comm_,
-                             &request),
+    // The request reads and writes buffers of its own: a cancellation can abandon it but MPI cannot cancel
+    // a collective, so what it may still touch has to outlive the caller's buffers (see keep_until_exit).
+    auto wait = std::make_unique<AgreementInFlight>();
+    wait->mine.assign(static_cast<const std::byte*>(mine), static_cast<const std::byte*>(mine) + bytes);
+    wait->all.resize(bytes * static_cast<std::size_t>(size_));
+    check_mpi(MPI_Iallgather(wait->mine.data(), static_cast<int>(bytes), MPI_BYTE, wait->all.data(),
+                             static_cast<int>(bytes), MPI_BYTE, comm_, &wait->request),
               "MPI_Iallgather");
     // Spin on MPI_Test first (other ranks are usually there already), then poll every 50 us.
     const auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
-      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done) return;
-      if (cancelled.load())
+      check_mpi(MPI_Test(&wait->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) {
+        std::memcpy(all, wait->all.data(), wait->all.size());
+        return;
+      }
+      if (cancelled.load()) {
+        keep_until_exit(std::move(wait));
         throw Cancelled("collective cancelled while waiting for the other ranks of its common world");
+      }
       if (polls < 2000) continue;
       if (detail::t_fiber != nullptr) {
         detail::t_fiber->yield(std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1));

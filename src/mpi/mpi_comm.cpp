@@ -131,6 +131,8 @@ std::string MpiComm::broadcast(std::string value, int root) const {
 
 namespace {
 constexpr int kNoticeTag = 1;
+// What a notice carries. Static: a send that a destructor frees unfinished may still read it.
+constexpr int kNoticePayload = 1;
 }  // namespace
 
 FailureNotices::FailureNotices(const MpiComm& comm, CancelToken& cancel) : comm_(comm), cancel_(cancel) {
@@ -174,7 +176,7 @@ void FailureNotices::notify_others() {
   for (int r = 0; r < comm_.size(); ++r) {
     if (r == comm_.rank()) continue;
     sends_.push_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Isend(&sent_payload_, 1, MPI_INT, r, kNoticeTag, comm_.notices_, &sends_.back()), "MPI_Isend");
+    check_mpi(MPI_Isend(&kNoticePayload, 1, MPI_INT, r, kNoticeTag, comm_.notices_, &sends_.back()), "MPI_Isend");
   }
 }
 

@@ -90,7 +90,6 @@ class FailureNotices {
   CancelToken& cancel_;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   int payload_ = 0;
-  int sent_payload_ = 1;
   std::vector<MPI_Request> sends_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
