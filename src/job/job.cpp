@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "moka/core/error.h"
-#include "moka/session/local_session.h"
+#include "moka/session/session.h"
 
 namespace moka {
 
@@ -85,7 +85,7 @@ void Job::compile() {
   state_->compiled = true;
 }
 
-JobDef Job::compile(LocalSession& session) {
+JobDef Job::compile(Session& session) {
   compile();
   JobDef def;
   def.init_group = session.compile(state_->init_group);

@@ -13,7 +13,6 @@
 #include "job/job_engine.h"
 #include "moka/core/error.h"
 #include "moka/exec/job_check.h"
-#include "moka/session/local_session.h"
 #include "moka/session/session.h"
 
 namespace moka {
@@ -82,9 +81,9 @@ std::vector<std::pair<std::string, std::string>> checkpoint_files(const Checkpoi
 // its metadata handler told of every save and load.
 class ManagerStore final : public detail::JobCheckpointStore {
  public:
-  ManagerStore(CheckpointManagerBase& cm, Session& session, LocalSession* local, std::vector<std::string> nodes,
+  ManagerStore(CheckpointManagerBase& cm, Session& session, std::vector<std::string> nodes,
                std::function<void(const std::string&)> on_failure)
-      : cm_(cm), session_(session), local_(local), nodes_(std::move(nodes)), on_failure_(std::move(on_failure)) {}
+      : cm_(cm), session_(session), nodes_(std::move(nodes)), on_failure_(std::move(on_failure)) {}
 
   std::vector<std::pair<std::string, std::string>> files(int64_t epoch) override {
     return checkpoint_files(cm_, epoch);
@@ -105,7 +104,7 @@ class ManagerStore final : public detail::JobCheckpointStore {
     return 0;  // the save task reports its time, not its bytes
   }
   bool accessible() override { return cm_.cp_accessible(std::nullopt); }
-  const Workspace& workspace(const std::string& node) override { return local_->workspaces().node(node); }
+  const Workspace& workspace(const std::string& node) override { return session_.workspace(node); }
   std::vector<std::string> blob_names(const std::string& node) override { return cm_.blob_names_of(node); }
   void saved(int64_t epoch, const CheckpointStats* background) override {
     cm_.write_checkpoint_metadata(epoch);
@@ -136,7 +135,6 @@ class ManagerStore final : public detail::JobCheckpointStore {
 
   CheckpointManagerBase& cm_;
   Session& session_;
-  LocalSession* local_;  // for background saves only
   const std::vector<std::string> nodes_;
   std::function<void(const std::string&)> on_failure_;
 };
@@ -174,13 +172,12 @@ int64_t JobRunner::train(Session& session) {
   const std::vector<std::string> nodes = job_.nodes_to_checkpoint();
   check_nodes_to_checkpoint(nodes);
   check_groups(session);
-  // Background saves snapshot the node workspaces, which only a LocalSession has.
-  LocalSession* local = nullptr;
-  if (cm && options_.background_save) {
-    local = dynamic_cast<LocalSession*>(&session);
-    if (!local)
-      throw InvalidInput("JobRunner: background_save needs a LocalSession (it snapshots the node workspaces)");
-  }
+  // Background saves snapshot the node workspaces, which must all be in this process.
+  if (cm && options_.background_save && session.processes() > 1)
+    throw InvalidInput(
+        fmt::format("JobRunner: background_save needs every node in this process (it snapshots the node "
+                    "workspaces); the session spans {} processes",
+                    session.processes()));
   // One engine for every job (detail::run_job_engine): what differs from run_job is how the groups
   // run (in the session) and how node DBs are written and read (the manager's task groups).
   JobRunOptions run;
@@ -189,7 +186,7 @@ int64_t JobRunner::train(Session& session) {
     cm->set_params(nodes);
     run.checkpoint_dir = checkpoint_dir();
     run.db_type = cm->db_type();
-    store.emplace(*cm, session, local, nodes, [this](const std::string& what) {
+    store.emplace(*cm, session, nodes, [this](const std::string& what) {
       ++save_failures_;
       last_save_error_ = what;
     });
@@ -222,15 +219,13 @@ void JobRunner::check_nodes_to_checkpoint(const std::vector<std::string>& nodes)
 }
 
 void JobRunner::check_groups(Session& session) {
-  auto* local = dynamic_cast<LocalSession*>(&session);
-  if (!local) return;
   const std::pair<TaskGroup*, const char*> groups[] = {{&job_.init_group(), "init_group"},
                                                        {&job_.epoch_group(), "epoch_group"},
                                                        {&job_.download_group(), "download_group"},
                                                        {&job_.exit_group(), "exit_group"}};
   for (const auto& [group, name] : groups) {
     try {
-      check_task_group(local->compile(*group));
+      check_task_group(session.compile(*group));
     } catch (Error& e) {
       e.add_context(fmt::format("JobRunner: {}", name));
       throw;

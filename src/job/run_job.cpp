@@ -1,5 +1,5 @@
-// run_job: a JobDef run by the job engine over node workspaces — the groups run as prepared task
-// groups, and each node's checkpoint DB is written and read directly (include/moka/job/run_job.h).
+// run_job: a JobDef run by the job engine through a Session — the session runs its groups and reads
+// its stop conditions; each node's checkpoint DB is written and read directly (include/moka/job/run_job.h).
 #include "moka/job/run_job.h"
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include "moka/defs/json.h"
 #include "moka/exec/job_check.h"
 #include "moka/job/checkpoint_manager.h"
-#include "moka/session/run_task_group.h"
+#include "moka/session/local_session.h"
 #include "moka/storage/blob_serializer.h"
 #include "moka/storage/db.h"
 #include "moka/storage/save_load.h"
@@ -74,10 +74,10 @@ void validate(const JobDef& job, const JobRunOptions& opt) {
     throw InvalidInput("retention: keep_last and keep_every must be >= 0");
 }
 
-// The groups of a JobDef, run in the node workspaces (the epoch group prepared once).
-class NodeGroups final : public detail::JobGroupRunner {
+// The groups of a JobDef, run in a session (each definition prepared by the session's first run of it).
+class JobDefGroups final : public detail::JobGroupRunner {
  public:
-  NodeGroups(const JobDef& job, NodeWorkspaces& nodes, const RunOptions& run) : job_(job), nodes_(nodes), run_(run) {}
+  JobDefGroups(const JobDef& job, Session& session, const RunOptions& run) : job_(job), session_(session), run_(run) {}
 
   void run(detail::JobGroup group, int64_t epoch) override {
     switch (group) {
@@ -85,8 +85,7 @@ class NodeGroups final : public detail::JobGroupRunner {
         return run_group(job_.init_group, "init_group");
       case detail::JobGroup::epoch:
         if (job_.epoch_group.nodes.empty()) break;
-        if (!epoch_group_) epoch_group_ = std::make_unique<PreparedTaskGroup>(job_.epoch_group, nodes_);
-        epoch_group_->run(run_);
+        session_.run(job_.epoch_group);
         break;
       case detail::JobGroup::download:
         return run_group(job_.download_group, "download_group");
@@ -99,15 +98,17 @@ class NodeGroups final : public detail::JobGroupRunner {
   bool stop_requested() override {
     bool stop = false;
     for (const auto& c : job_.stop_conditions) {
-      Workspace* ws = nodes_.find(c.node);
-      const Blob* blob = ws ? ws->get_blob(c.blob) : nullptr;
-      if (!blob)
-        throw InvalidInput(fmt::format("stop condition: node '{}' has no blob '{}' after the epoch", c.node, c.blob));
       const std::string what = fmt::format("'{}' on node '{}'", c.blob, c.node);
-      if (!blob->is_type<Tensor>())
-        throw TypeError(
-            fmt::format("stop condition {} holds {}, expected a one-element tensor", what, blob->type_name()));
-      stop = detail::stop_condition_holds(blob->get<Tensor>(), what) || stop;  // Caffe2: any(fetched values)
+      Tensor value;
+      try {
+        value = session_.fetch(c.node, c.blob);  // collective where the nodes span processes
+      } catch (const NotFound&) {
+        throw InvalidInput(fmt::format("stop condition: node '{}' has no blob '{}' after the epoch", c.node, c.blob));
+      } catch (TypeError& e) {
+        e.add_context(fmt::format("stop condition {}", what));
+        throw;
+      }
+      stop = detail::stop_condition_holds(value, what) || stop;  // Caffe2: any(fetched values)
     }
     return stop;
   }
@@ -116,7 +117,7 @@ class NodeGroups final : public detail::JobGroupRunner {
   void run_group(const TaskGroupDef& group, std::string_view what) {
     if (group.nodes.empty()) return;
     try {
-      run_task_group(group, nodes_, run_);
+      session_.run(group);
     } catch (Error& e) {
       e.add_context(std::string(what));
       throw;
@@ -124,22 +125,25 @@ class NodeGroups final : public detail::JobGroupRunner {
     throw_if_cancelled(what);
   }
 
+  // In one process a cancelled plan may end without an error; across processes the session's run
+  // itself throws Cancelled on every process (a check of one process's token here would leave the
+  // others waiting in the next group).
   void throw_if_cancelled(std::string_view where) const {
-    if (run_.cancel && run_.cancel->cancelled()) throw Cancelled(fmt::format("job cancelled during {}", where));
+    if (session_.processes() == 1 && run_.cancel && run_.cancel->cancelled())
+      throw Cancelled(fmt::format("job cancelled during {}", where));
   }
 
   const JobDef& job_;
-  NodeWorkspaces& nodes_;
+  Session& session_;
   const RunOptions& run_;
-  std::unique_ptr<PreparedTaskGroup> epoch_group_;
 };
 
 // Each checkpointed node's DB `<dir>/<node>.<epoch>` written and read with save_blobs/load_blobs;
 // the blobs a node checkpoints are those its workspace held after init_group, listed in the DB.
 class NodeStore final : public detail::JobCheckpointStore {
  public:
-  NodeStore(const JobDef& job, NodeWorkspaces& nodes, std::string dir)
-      : nodes_(nodes), dir_(std::move(dir)), ckpt_nodes_(job.checkpoint_nodes()) {}
+  NodeStore(const JobDef& job, Session& session, std::string dir)
+      : session_(session), dir_(std::move(dir)), ckpt_nodes_(job.checkpoint_nodes()) {}
 
   std::vector<std::pair<std::string, std::string>> files(int64_t epoch) override {
     std::vector<std::pair<std::string, std::string>> files;
@@ -149,7 +153,7 @@ class NodeStore final : public detail::JobCheckpointStore {
 
   void capture_blob_lists() override {
     for (const auto& node : ckpt_nodes_) {
-      Workspace& ws = nodes_.node(node);
+      Workspace& ws = session_.workspace(node);
       const std::string list_name = blob_list_name(node);
       std::vector<std::string> names = ws.local_blobs();
       if (std::find(names.begin(), names.end(), list_name) == names.end()) names.push_back(list_name);
@@ -167,7 +171,7 @@ class NodeStore final : public detail::JobCheckpointStore {
       if (it == m.files.end())
         throw NotFound(
             fmt::format("checkpoint epoch {} has no file for node '{}' (it has {})", m.epoch, node, m.files.size()));
-      Workspace& ws = nodes_.node(node);
+      Workspace& ws = session_.workspace(node);
       LoadSpec spec;
       spec.dbs = {checkpoint_db_path(dir_, *it)};
       spec.db_type = m.db_type;
@@ -197,16 +201,16 @@ class NodeStore final : public detail::JobCheckpointStore {
       spec.db = node_db_path(dir_, node, epoch);
       spec.db_type = db_type;
       spec.absolute_path = true;
-      bytes += save_blobs(nodes_.node(node), spec).bytes;
+      bytes += save_blobs(session_.workspace(node), spec).bytes;
     }
     return bytes;
   }
 
-  const Workspace& workspace(const std::string& node) override { return nodes_.node(node); }
+  const Workspace& workspace(const std::string& node) override { return session_.workspace(node); }
   std::vector<std::string> blob_names(const std::string& node) override { return blob_lists_.at(node); }
 
  private:
-  NodeWorkspaces& nodes_;
+  Session& session_;
   const std::string dir_;
   const std::vector<std::string> ckpt_nodes_;
   std::map<std::string, std::vector<std::string>> blob_lists_;
@@ -214,14 +218,27 @@ class NodeStore final : public detail::JobCheckpointStore {
 
 }  // namespace
 
-JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options) {
+JobRunResult run_job(const JobDef& job, Session& session, const JobRunOptions& options) {
   validate(job, options);
-  NodeGroups groups(job, nodes, options.run);
-  NodeStore store(job, nodes, options.checkpoint_dir);
+  if (!options.checkpoint_dir.empty() && session.processes() > 1)
+    throw InvalidInput(
+        fmt::format("checkpoints of a job whose nodes span {} processes are not supported yet: run it in one "
+                    "process, or without a checkpoint directory",
+                    session.processes()));
+  JobDefGroups groups(job, session, options.run);
+  NodeStore store(job, session, options.checkpoint_dir);
   detail::JobEngineSettings settings;
   settings.job_digest = options.checkpoint_dir.empty() ? std::string() : job_digest(job);
   settings.own_directory = true;
   return detail::run_job_engine(groups, &store, options, settings);
+}
+
+JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options) {
+  LocalSessionOptions session_options;
+  session_options.run = options.run;
+  // The caller's workspaces outlive the session: the aliasing pointer shares no ownership.
+  LocalSession session(std::shared_ptr<NodeWorkspaces>(std::shared_ptr<void>(), &nodes), std::move(session_options));
+  return run_job(job, session, options);
 }
 
 }  // namespace moka

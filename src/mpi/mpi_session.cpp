@@ -228,7 +228,12 @@ struct MpiSession::State {
     } catch (...) {
       error = detail::error_record(std::current_exception());
     }
-    const bool stopped_here = !error.empty() || (options.run.cancel && options.run.cancel->cancelled());
+    // A run cancelled from outside (a signal, the caller's token) may end without an error; it fails
+    // on every rank, so all of them stop together (a job's next group would otherwise run without it).
+    if (error.empty() && options.run.cancel && options.run.cancel->cancelled())
+      error = detail::error_record(
+          std::make_exception_ptr(Cancelled(fmt::format("run cancelled on rank {}", comm.rank()))));
+    const bool stopped_here = !error.empty();
     const bool notify = stopped_here && !notices.received();
     if (notify) notices.notify_others();
     notices.stop();

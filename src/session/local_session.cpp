@@ -15,6 +15,14 @@ LocalSession::LocalSession(LocalSessionOptions options)
       workspaces_(std::make_shared<NodeWorkspaces>(options_.shared_workspace)),
       compiled_(std::make_unique<detail::CompiledRunnables>()) {}
 
+LocalSession::LocalSession(std::shared_ptr<NodeWorkspaces> workspaces, LocalSessionOptions options)
+    : options_(std::move(options)),
+      workspaces_(std::move(workspaces)),
+      compiled_(std::make_unique<detail::CompiledRunnables>()) {
+  if (!workspaces_) throw InvalidInput("LocalSession: no node workspaces given");
+  options_.shared_workspace = workspaces_->shared();
+}
+
 LocalSession::~LocalSession() = default;
 
 std::size_t LocalSession::num_compiled() const noexcept { return compiled_->size(); }
@@ -50,7 +58,12 @@ void LocalSession::run(const Net& net) {
   run_compiled(compiled_->get(net));
 }
 
-Tensor LocalSession::fetch(const std::string& node, const std::string& blob) const {
+void LocalSession::run(const TaskGroupDef& group) {
+  check_open();
+  run_compiled(compiled_->get(group));
+}
+
+Tensor LocalSession::fetch(const std::string& node, const std::string& blob) {
   return workspaces_->tensor_blob(node, blob).get<Tensor>();
 }
 

@@ -100,20 +100,49 @@ std::vector<std::string> split_names(const std::vector<std::string>& lists) {
 
 // The blob a --fetch name means in a TaskGroup run: a declared output of exactly one node, else a
 // blob present on exactly one node.
-const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::NodeWorkspaces& nodes,
-                                const std::string& name) {
-  std::vector<std::string> declared, present;
+// The node whose blob `name` --fetch means: the one node of group that declares it as an output, else
+// the one node that has it (`has(nodes)`: which of the nodes hold it; under mpirun a collective call).
+std::string fetch_node(const moka::TaskGroupDef& group, const std::string& name,
+                       const std::function<std::vector<std::string>(const std::vector<std::string>&)>& has,
+                       bool shared = false) {
+  std::vector<std::string> where, nodes;
   for (const auto& n : group.nodes) {
-    if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) declared.push_back(n.node);
-    if (const moka::Workspace* ws = nodes.find(n.node); ws && ws->has_blob(name)) present.push_back(n.node);
+    if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) where.push_back(n.node);
+    nodes.push_back(n.node);
   }
-  const std::vector<std::string>& where = declared.empty() ? present : declared;
+  if (where.empty()) where = has(nodes);
   if (where.empty())
     throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
-  if (where.size() > 1 && !nodes.shared())
+  if (where.size() > 1 && !shared)
     throw moka::NotFound(
         fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
-  return nodes.find(where.front())->get_blob(name);
+  return where.front();
+}
+
+const moka::Blob* find_in_nodes(const moka::TaskGroupDef& group, const moka::NodeWorkspaces& nodes,
+                                const std::string& name) {
+  const std::string node = fetch_node(
+      group, name,
+      [&](const std::vector<std::string>& all) {
+        std::vector<std::string> present;
+        for (const auto& n : all)
+          if (const moka::Workspace* ws = nodes.find(n); ws && ws->has_blob(name)) present.push_back(n);
+        return present;
+      },
+      nodes.shared());
+  const moka::Workspace* ws = nodes.find(node);
+  const moka::Blob* blob = ws ? ws->get_blob(name) : nullptr;
+  if (!blob) throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on node \"{}\"", name, node));
+  return blob;
+}
+
+// --fetch under mpirun: the blob from the rank that hosts its node (collective: every rank calls it).
+moka::Blob fetch_across_ranks(const moka::TaskGroupDef& group, moka::MpiSession& session, const std::string& name) {
+  const std::string node =
+      fetch_node(group, name, [&](const std::vector<std::string>& all) { return session.nodes_with_blob(name, all); });
+  moka::Blob blob;
+  blob.get_mutable<moka::Tensor>() = session.fetch(node, name);
+  return blob;
 }
 
 // After a run failed, a worker stuck in an operator that ignored cancellation may still be
@@ -151,6 +180,11 @@ moka::Concurrency concurrency_of(bool fibers, bool threads) {
 // Under mpirun (or srun) only rank 0 prints: results, and error lines (every rank has the same error).
 bool g_quiet_rank = false;
 
+// One line of a command's output on stdout (only rank 0's under mpirun), flushed.
+void say(const std::string& line) {
+  if (!g_quiet_rank) std::cout << line << std::endl;
+}
+
 // The rank and size an MPI launcher gave this process (from its environment; 0 and 1 without one).
 int launcher_env(std::initializer_list<const char*> vars, int fallback) {
   for (const char* var : vars)
@@ -158,7 +192,6 @@ int launcher_env(std::initializer_list<const char*> vars, int fallback) {
   return fallback;
 }
 int launcher_rank() { return launcher_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, 0); }
-int launcher_size() { return launcher_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, 1); }
 
 // `moka run` under an MPI launcher: each node of the TaskGroup (a plan is node "local") runs on its rank
 // (docs/distributed.md); --fetch names a blob of any node, fetched from the rank that hosts it.
@@ -173,36 +206,24 @@ int cmd_run_mpi(const moka::RunnableDef& doc, const std::vector<std::string>& fe
   moka::MpiSessionOptions session_options;
   session_options.run = options;
   moka::MpiSession session(session_options);
+  // A run cancelled on any rank (each gets the signal from mpirun) throws Cancelled on every rank.
+  bool interrupted = false;
   try {
     session.run(group);
+  } catch (const moka::Cancelled&) {
+    interrupted = true;
   } catch (const moka::Error&) {
     if (!options.cancel->cancelled()) throw;
   }
-  if (options.cancel->cancelled()) {
+  if (interrupted || options.cancel->cancelled()) {
     if (!g_quiet_rank) std::cerr << "moka: interrupted\n";
     std::cout.flush();
     std::cerr.flush();
     moka::finalize_mpi();
     std::_Exit(130);
   }
-  std::vector<std::string> nodes;
-  for (const auto& n : group.nodes) nodes.push_back(n.node);
   Json out = Json::object();
-  for (const auto& name : fetch) {
-    // As without MPI: a declared output of exactly one node, else a blob present on exactly one node.
-    std::vector<std::string> where;
-    for (const auto& n : group.nodes)
-      if (std::find(n.outputs.begin(), n.outputs.end(), name) != n.outputs.end()) where.push_back(n.node);
-    if (where.empty()) where = session.nodes_with_blob(name, nodes);
-    if (where.empty())
-      throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on any node after the run", name));
-    if (where.size() > 1)
-      throw moka::NotFound(
-          fmt::format("--fetch: blob \"{}\" exists on several nodes ({})", name, fmt::join(where, ", ")));
-    moka::Blob blob;
-    blob.get_mutable<moka::Tensor>() = session.fetch(where.front(), name);
-    out[name] = blob_json(blob);
-  }
+  for (const auto& name : fetch) out[name] = blob_json(fetch_across_ranks(group, session, name));
   if (!g_quiet_rank) std::cout << out.dump() << "\n";
   return 0;
 }
@@ -262,6 +283,7 @@ struct JobRunArgs {
   int64_t keep_every = 0;
   bool background_save = false;
   bool tolerate_save_failures = false;
+  bool no_checkpoints = false;
   std::vector<std::string> fetch;
   double exception_timeout_s = 60;
   bool fibers = false;
@@ -280,11 +302,6 @@ std::string byte_size(uint64_t bytes) {
 }
 
 int cmd_job_run(const JobRunArgs& args) {
-  if (launcher_size() > 1)
-    throw moka::InvalidInput(
-        fmt::format("moka job run does not run across {} MPI ranks yet: every rank would run the whole job into "
-                    "one checkpoint directory; run it without mpirun (moka run GROUP.json runs under mpirun)",
-                    launcher_size()));
   const std::vector<std::string> fetch = split_names(args.fetch);
   const moka::JobDef job = moka::load_job_file(args.path);
   moka::JobRunOptions options;
@@ -316,38 +333,55 @@ int cmd_job_run(const JobRunArgs& args) {
                           r.background ? " (snapshot; written in the background)" : "");
     }
     if (r.stop) line += ", stop";
-    std::cout << line << std::endl;
+    say(line);
   };
   // A background save, once it has been written and committed (or has failed, tolerated: its error
   // is printed at the end with the others).
   options.on_checkpoint_written = [](const moka::CheckpointWritten& w) {
     if (w.ok)
-      std::cout << fmt::format("epoch {}: checkpoint written in {:.3f} s (background)", w.epoch, w.write_seconds)
-                << std::endl;
+      say(fmt::format("epoch {}: checkpoint written in {:.3f} s (background)", w.epoch, w.write_seconds));
     else
-      std::cout << fmt::format("epoch {}: checkpoint not written (background; failure tolerated)", w.epoch)
-                << std::endl;
+      say(fmt::format("epoch {}: checkpoint not written (background; failure tolerated)", w.epoch));
   };
   // The resume choice, reported before anything loads: which epoch, which newer ones were skipped and why.
   bool resume_chosen = false;
   options.on_resume = [&](const moka::ResumeChoice& choice) {
     resume_chosen = true;
     for (const auto& [epoch, why] : choice.skipped)
-      std::cout << "skipping checkpoint epoch " << epoch << ": " << one_line(why) << std::endl;
+      say(fmt::format("skipping checkpoint epoch {}: {}", epoch, one_line(why)));
     if (choice.epoch)
-      std::cout << "resuming from epoch " << *choice.epoch << std::endl;
+      say(fmt::format("resuming from epoch {}", *choice.epoch));
     else
-      std::cout << "no committed checkpoint in " << options.checkpoint_dir << ": starting from scratch" << std::endl;
+      say(fmt::format("no committed checkpoint in {}: starting from scratch", options.checkpoint_dir));
   };
   // SIGINT/SIGTERM cancel the job: the epoch in flight stops, blocked operators wake up.
   moka::SignalCancellation on_signal(options.run.cancel);
 
-  moka::NodeWorkspaces nodes;
+  // Under mpirun each node runs on its rank (docs/distributed.md); without, every node in this process.
+  std::shared_ptr<moka::NodeWorkspaces> nodes;
+  std::unique_ptr<moka::MpiSession> mpi;
+  std::unique_ptr<moka::Session> local;
+  if (moka::launched_by_mpi()) {
+    moka::MpiSessionOptions session_options;
+    session_options.run = options.run;
+    mpi = std::make_unique<moka::MpiSession>(session_options);
+  } else {
+    nodes = std::make_shared<moka::NodeWorkspaces>();
+    moka::LocalSessionOptions session_options;
+    session_options.run = options.run;
+    local = std::make_unique<moka::LocalSession>(nodes, session_options);
+  }
+  moka::Session& session = mpi ? static_cast<moka::Session&>(*mpi) : *local;
   moka::JobRunResult result;
   try {
-    result = moka::run_job(job, nodes, options);
+    result = moka::run_job(job, session, options);
   } catch (const moka::Cancelled&) {
-    std::cerr << "moka: interrupted\n";
+    if (!g_quiet_rank) std::cerr << "moka: interrupted\n";
+    if (mpi) {
+      std::cout.flush();
+      moka::finalize_mpi();
+      std::_Exit(130);
+    }
     return 130;
   } catch (const moka::NotFound& e) {
     // Only the resume epoch can be missing before the job starts: a bad --resume.
@@ -355,18 +389,32 @@ int cmd_job_run(const JobRunArgs& args) {
       throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
     throw;
   }
-  for (const auto& e : result.save_errors)
-    std::cout << "checkpoint save failed (tolerated): " << one_line(e) << std::endl;
+  for (const auto& e : result.save_errors) say("checkpoint save failed (tolerated): " + one_line(e));
   if (!result.removed_temporaries.empty())
-    std::cout << "removed " << result.removed_temporaries.size() << " temporary file(s) an interrupted run left in "
-              << options.checkpoint_dir << std::endl;
+    say(fmt::format("removed {} temporary file(s) an interrupted run left in {}", result.removed_temporaries.size(),
+                    options.checkpoint_dir));
+  // Which of `of` hold blob `name` (under mpirun: collective, each rank answers for its nodes).
+  auto holding = [&](const std::string& name, const std::vector<std::string>& of) {
+    if (mpi) return mpi->nodes_with_blob(name, of);
+    std::vector<std::string> present;
+    for (const auto& n : of)
+      if (const moka::Workspace* ws = nodes->find(n); ws && ws->has_blob(name)) present.push_back(n);
+    return present;
+  };
+  auto value_of = [&](const std::string& node, const std::string& name) {
+    if (mpi) {
+      moka::Blob blob;
+      blob.get_mutable<moka::Tensor>() = mpi->fetch(node, name);
+      return blob_json(blob);
+    }
+    return blob_json(*nodes->find(node)->get_blob(name));
+  };
   Json out = Json::object();
   for (const moka::TaskGroupDef* g : {&job.download_group, &job.exit_group}) {
     for (const auto& n : g->nodes) {
       for (const auto& name : n.outputs) {
-        const moka::Workspace* ws = nodes.find(n.node);
-        const moka::Blob* b = ws ? ws->get_blob(name) : nullptr;
-        if (b) out[out.contains(name) ? n.node + ":" + name : name] = blob_json(*b);
+        if (holding(name, {n.node}).empty()) continue;
+        out[out.contains(name) ? n.node + ":" + name : name] = value_of(n.node, name);
       }
     }
   }
@@ -384,9 +432,14 @@ int cmd_job_run(const JobRunArgs& args) {
       it->outputs.insert(it->outputs.end(), n.outputs.begin(), n.outputs.end());
     }
   }
-  for (const auto& name : fetch) out[name] = blob_json(*find_in_nodes(everything, nodes, name));
-  std::cout << fmt::format("finished after epoch {}", result.last_epoch) << std::endl;
-  std::cout << out.dump() << "\n";
+  for (const auto& name : fetch) {
+    const std::string node = fetch_node(everything, name, [&](const auto& of) { return holding(name, of); });
+    if (holding(name, {node}).empty())
+      throw moka::NotFound(fmt::format("--fetch: blob \"{}\" does not exist on node \"{}\"", name, node));
+    out[name] = value_of(node, name);
+  }
+  say(fmt::format("finished after epoch {}", result.last_epoch));
+  say(out.dump());
   return 0;
 }
 
@@ -444,21 +497,21 @@ int main(int argc, char** argv) {
   CLI::App app{"moka: a runtime for dataflow jobs (Caffe2's task/job layer in C++)", "moka"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moka 0.1.0");
-  app.footer(
-      fmt::format("Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
-                  "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
-                  "           [--fibers | --threads]\n"
-                  "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
-                  "  moka ops [TYPE]\n"
-                  "  moka job run JOB.json --checkpoint-dir DIR [--db-type minidb|leveldb|lmdb] [--resume latest|N]\n"
-                  "               [--start-over] [--accept-changed-job]\n"
-                  "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
-                  "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
-                  "  moka --help | moka SUBCOMMAND --help | moka --version\n"
-                  "Plan, TaskGroup and job files are read up to {} MiB.\n"
-                  "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
-                  "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
-                  moka::kMaxDefinitionFileBytes >> 20));
+  app.footer(fmt::format(
+      "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
+      "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
+      "           [--fibers | --threads]\n"
+      "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
+      "  moka ops [TYPE]\n"
+      "  moka job run JOB.json (--checkpoint-dir DIR | --no-checkpoints)\n"
+      "               [--db-type minidb|leveldb|lmdb] [--resume latest|N] [--start-over] [--accept-changed-job]\n"
+      "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
+      "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+      "  moka --help | moka SUBCOMMAND --help | moka --version\n"
+      "Plan, TaskGroup and job files are read up to {} MiB.\n"
+      "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
+      "130 interrupted. Errors are one line on stderr. See docs/cli.md.",
+      moka::kMaxDefinitionFileBytes >> 20));
 
   auto* run = app.add_subcommand("run",
                                  "Run a plan (JSON, see docs/plan-format.md) in a fresh workspace and print "
@@ -512,9 +565,12 @@ int main(int argc, char** argv) {
   // would run the job without checkpoints, an empty --resume from scratch over the committed epochs.
   const CLI::Validator non_empty(
       [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "TEXT");
-  job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
-      ->required()
-      ->check(non_empty);
+  CLI::Option* checkpoint_dir =
+      job_run->add_option("--checkpoint-dir", job_args.checkpoint_dir, "Directory of checkpoints and manifests")
+          ->check(non_empty);
+  CLI::Option* no_checkpoints = job_run->add_flag(
+      "--no-checkpoints", job_args.no_checkpoints,
+      "Run without checkpoints (instead of --checkpoint-dir; what a job across several MPI ranks needs for now)");
   job_run
       ->add_option("--db-type", job_args.db_type,
                    "Checkpoint DB backend: minidb, leveldb or lmdb (default: the resumed checkpoint's own, "
@@ -547,6 +603,9 @@ int main(int argc, char** argv) {
       ->add_option("--exception-timeout", job_args.exception_timeout_s,
                    "Seconds to wait for concurrent workers to stop after an error (default 60)")
       ->check(seconds);
+  for (const char* flag : {"--checkpoint-dir", "--db-type", "--start-over", "--accept-changed-job", "--resume",
+                           "--keep-last", "--keep-every", "--background-save", "--tolerate-save-failures"})
+    no_checkpoints->excludes(job_run->get_option(flag));
   CLI::Option* job_fibers =
       job_run->add_flag("--fibers", job_args.fibers,
                         "Run each node's tasks as fibers taking turns on one thread where every operator allows it "
@@ -604,6 +663,11 @@ int main(int argc, char** argv) {
   }
 
   g_quiet_rank = launcher_rank() != 0;
+  if (*job_run && !*checkpoint_dir && !*no_checkpoints) {
+    if (!g_quiet_rank)
+      std::cerr << "moka: --checkpoint-dir is required (or --no-checkpoints to run without) (see moka --help)\n";
+    return 2;
+  }
   try {
     if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, concurrency_of(fibers, threads));
     if (*check) return cmd_check(check_path);

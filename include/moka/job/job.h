@@ -14,7 +14,7 @@
 
 namespace moka {
 
-class LocalSession;
+class Session;
 
 /// Optional arguments of Job (Caffe2's keyword arguments); missing groups are created.
 struct JobOptions {
@@ -85,7 +85,7 @@ class Job {
   /// of the epoch-group task that outputs it, and nodes_to_checkpoint. `moka job run` runs that JobDef
   /// (written with to_json) as JobRunner::train runs the Job (docs/jobs.md §1). InvalidInput when a stop
   /// condition is not the output of a task of the epoch group (it could not be read after an epoch).
-  JobDef compile(LocalSession& session);
+  JobDef compile(Session& session);
   bool is_compiled() const;
 
   bool operator==(const Job& o) const { return state_ == o.state_; }

@@ -42,7 +42,8 @@ struct JobRunnerOptions {
   ExistingCheckpoints existing = ExistingCheckpoints::overwrite;
   /// Snapshot the checkpointed blobs in memory at the end of each epoch and write and commit them
   /// on a thread of their own while the next epoch runs (one save in flight at most; train() waits
-  /// for it before the upload group). Needs a LocalSession. A failed background save is reported
+  /// for it before the upload group). Needs every node in this process (InvalidInput for a session
+  /// spanning processes). A failed background save is reported
   /// under its own epoch when the next save or the end of training waits for it. The metadata
   /// handler gets write(epoch) and report("checkpoint_save", DB path → ns the writer took) once the
   /// save is done, on train()'s thread, as the log is.

@@ -1,4 +1,4 @@
-// run_job: runs a JobDef (plain-data job) with Caffe2's JobRunner flow (docs/jobs.md §2) over node workspaces,
+// run_job: runs a JobDef (plain-data job) with Caffe2's JobRunner flow (docs/jobs.md §2) through a Session,
 // checkpointing every epoch with atomic commit, resume from the newest committed epoch, retention and
 // optional background save. This is what `moka job run` executes.
 #pragma once
@@ -14,6 +14,7 @@
 #include "moka/exec/plan_executor.h"
 #include "moka/job/checkpoint_manifest.h"
 #include "moka/session/node_workspaces.h"
+#include "moka/session/session.h"
 
 namespace moka {
 
@@ -119,6 +120,15 @@ struct JobRunResult {
 /// Errors: InvalidInput for a bad job or options (naming what is wrong), NotFound/CorruptData for a
 /// requested resume epoch that is not committed or does not verify, Cancelled when options.run.cancel
 /// fires, the group's error (with its node) when a group fails; failed saves per tolerate_save_failures.
+/// The groups run through `session` (Session::run of each group's definition, stop conditions read
+/// with Session::fetch), with the session's own RunOptions; options.run.cancel is also checked
+/// between groups. A session whose nodes span processes (MpiSession) runs the job SPMD: every
+/// process calls run_job with the same job and options and gets the same result or error; its
+/// checkpoints are not supported yet (InvalidInput when options.checkpoint_dir is set).
+/// Thread-safety: one run per session at a time.
+JobRunResult run_job(const JobDef& job, Session& session, const JobRunOptions& options = {});
+
+/// run_job in a LocalSession over `nodes` (with options.run): the blobs stay in `nodes` afterwards.
 /// Thread-safety: one run per NodeWorkspaces at a time.
 JobRunResult run_job(const JobDef& job, NodeWorkspaces& nodes, const JobRunOptions& options = {});
 

@@ -37,7 +37,8 @@ struct MpiSessionOptions {
 /// Before the first run of a runnable the ranks compare a digest of its compiled definition and of
 /// moka's version; a difference is an InvalidInput on every rank naming the ranks and the first node
 /// that differs. A failed run throws on every rank the error of the lowest rank that failed for
-/// a reason other than cancellation, with `rank R` outermost in its path. After a successful run every
+/// a reason other than cancellation, with `rank R` outermost in its path; a run cancelled from outside
+/// (options.run.cancel) on any rank throws Cancelled on every rank. After a successful run every
 /// TaskOutput is broadcast from the rank of its node, so `fetch()` gives the same value on every rank.
 /// Construction and every run are collective: every rank makes its sessions, and runs their runnables,
 /// in the same order. MPI is initialized by the first session (MPI_THREAD_MULTIPLE) and finalized at
@@ -55,12 +56,12 @@ class MpiSession final : public Session {
   void run(const Net& net) override;
   /// A compiled TaskGroup as it is (what `moka run GROUP.json` runs under mpirun); its outputs are
   /// read with fetch().
-  void run(const TaskGroupDef& group);
+  void run(const TaskGroupDef& group) override;
   void close() override;
   bool is_closed() const override;
 
   /// The per-node definition of group (compiling it if needed; not collective).
-  const TaskGroupDef& compile(TaskGroup& group);
+  const TaskGroupDef& compile(TaskGroup& group) override;
 
   int rank() const noexcept;  ///< this process's rank
   int size() const noexcept;  ///< the number of ranks
@@ -68,12 +69,13 @@ class MpiSession final : public Session {
   /// that neither names.
   int rank_of(const std::string& node) const;
   /// Whether this rank hosts `node`.
-  bool hosts(const std::string& node) const;
+  bool hosts(const std::string& node) const override;
+  int processes() const noexcept override { return size(); }
   /// A node's workspace on the rank that hosts it. InvalidInput on another rank.
-  Workspace& workspace(const std::string& node);
+  Workspace& workspace(const std::string& node) override;
   /// @brief The value of blob on node, on every rank (collective: the hosting rank broadcasts it).
   /// The same NotFound/TypeError on every rank when the blob is missing or not a filled tensor.
-  Tensor fetch(const std::string& node, const std::string& blob);
+  Tensor fetch(const std::string& node, const std::string& blob) override;
   /// @brief Which of `nodes` hold a blob named `blob` now, in the order given (collective: each rank
   /// answers for the nodes it hosts).
   std::vector<std::string> nodes_with_blob(const std::string& blob, const std::vector<std::string>& nodes);

@@ -53,6 +53,8 @@ struct LocalSessionOptions {
 class LocalSession final : public Session {
  public:
   explicit LocalSession(LocalSessionOptions options = {});
+  /// A session over existing node workspaces (options.shared_workspace is theirs: ignored).
+  LocalSession(std::shared_ptr<NodeWorkspaces> workspaces, LocalSessionOptions options);
   ~LocalSession() override;
 
   void run(TaskGroup& group) override;
@@ -60,17 +62,19 @@ class LocalSession final : public Session {
   void run(const ExecutionStep& step) override;
   void run(const Plan& plan) override;
   void run(const Net& net) override;
+  void run(const TaskGroupDef& group) override;
 
   /// The per-node definition this session runs for group (compiling it if needed); it
   /// serialises with to_json() and runs with `moka run`. The reference is valid while group is
   /// (the session drops what it compiled for a runnable once nobody holds it).
-  const TaskGroupDef& compile(TaskGroup& group);
+  const TaskGroupDef& compile(TaskGroup& group) override;
 
   /// A node's workspace ("local" by default), for inspection.
-  Workspace& workspace(const std::string& node = "local") { return workspaces_->node(node); }
+  Workspace& workspace(const std::string& node = "local") override { return workspaces_->node(node); }
   NodeWorkspaces& workspaces() { return *workspaces_; }
   /// The value of blob on node (a copy of its tensor).
-  Tensor fetch(const std::string& node, const std::string& blob) const;
+  Tensor fetch(const std::string& node, const std::string& blob) override;
+  bool hosts(const std::string& /*node*/) const override { return true; }
 
   /// How many compiled runnables the session holds (for tests and benchmarks).
   std::size_t num_compiled() const noexcept;

@@ -1,8 +1,14 @@
-// Session: what every session (LocalSession now, MpiSession later) offers: run runnables, close (docs/sessions.md §8).
+// Session: what every session (LocalSession, MpiSession) offers: run runnables, reach node blobs, close
+// (docs/sessions.md §8).
 #pragma once
+
+#include <string>
 
 #include "moka/builder/plan.h"
 #include "moka/builder/task_group.h"
+#include "moka/core/tensor.h"
+#include "moka/core/workspace.h"
+#include "moka/defs/task_group_def.h"
 
 namespace moka {
 
@@ -10,6 +16,9 @@ namespace moka {
 ///
 /// A TaskGroup is compiled once per session (decision 2); anything else runs as a GLOBAL
 /// TaskGroup holding it. After close(), run() throws InvalidInput ("Session is closed.").
+/// A session may span processes (MpiSession): then every run and every fetch() is collective —
+/// each process makes the same calls in the same order — and a node's workspace lives in the one
+/// process that hosts() it. This interface is what the job engine runs a JobDef through.
 /// Thread-safety: one run at a time per session.
 class Session {
  public:
@@ -19,6 +28,20 @@ class Session {
   virtual void run(const ExecutionStep& step) = 0;
   virtual void run(const Plan& plan) = 0;
   virtual void run(const Net& net) = 0;
+  /// A compiled TaskGroup as it is (a JobDef's groups, `moka run GROUP.json`): no TaskOutputs; a
+  /// definition equal to one run before reuses what that run prepared.
+  virtual void run(const TaskGroupDef& group) = 0;
+  /// The per-node definition the session runs for group (compiling it if needed; not collective).
+  virtual const TaskGroupDef& compile(TaskGroup& group) = 0;
+  /// The value of blob on node (a copy of its tensor): NotFound for a missing node or blob, TypeError
+  /// for a blob that is not a filled tensor — the same value or error in every process.
+  virtual Tensor fetch(const std::string& node, const std::string& blob) = 0;
+  /// Whether this process holds node's workspace (every node, for a session in one process).
+  virtual bool hosts(const std::string& node) const = 0;
+  /// A node's workspace in this process (created on first use); InvalidInput where another process hosts it.
+  virtual Workspace& workspace(const std::string& node) = 0;
+  /// How many processes the session's nodes live in.
+  virtual int processes() const noexcept { return 1; }
   virtual void close() = 0;
   virtual bool is_closed() const = 0;
 };

@@ -133,7 +133,7 @@ TEST(JobRunnerBackground, RetentionIsAppliedAndLoggedOnTheTrainingThread) {
   EXPECT_EQ(logged, want);
 }
 
-// A Session that is not a LocalSession (moka has no other yet).
+// A Session whose nodes live in other processes: nothing of it runs here.
 class ElsewhereSession final : public Session {
  public:
   void run(TaskGroup&) override { throw RuntimeError("not here"); }
@@ -141,11 +141,20 @@ class ElsewhereSession final : public Session {
   void run(const ExecutionStep&) override { throw RuntimeError("not here"); }
   void run(const Plan&) override { throw RuntimeError("not here"); }
   void run(const Net&) override { throw RuntimeError("not here"); }
+  void run(const TaskGroupDef&) override { throw RuntimeError("not here"); }
+  const TaskGroupDef& compile(TaskGroup&) override { return empty_; }
+  Tensor fetch(const std::string&, const std::string&) override { throw RuntimeError("not here"); }
+  bool hosts(const std::string&) const override { return false; }
+  Workspace& workspace(const std::string&) override { throw RuntimeError("not here"); }
+  int processes() const noexcept override { return 2; }
   void close() override {}
   bool is_closed() const override { return false; }
+
+ private:
+  TaskGroupDef empty_;
 };
 
-TEST(JobRunnerBackground, NeedsALocalSession) {
+TEST(JobRunnerBackground, NeedsEveryNodeInThisProcess) {
   BgDir dir;
   ElsewhereSession session;
   JobRunner runner(weighted_job(2), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
@@ -154,7 +163,8 @@ TEST(JobRunnerBackground, NeedsALocalSession) {
     runner.train(session);
     FAIL() << "background save without node workspaces";
   } catch (const InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("background_save needs a LocalSession"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("background_save needs every node in this process"), std::string::npos)
+        << e.what();
   }
 }
 
