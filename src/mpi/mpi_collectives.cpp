@@ -138,15 +138,7 @@ class MpiTransport final : public CollectiveTransport {
     }
   }
 
-  void broadcast(void* data, std::size_t bytes, int root) override {
-    auto* p = static_cast<std::byte*>(data);
-    while (bytes > 0) {
-      const std::size_t n = std::min<std::size_t>(bytes, INT_MAX);
-      check_mpi(MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, root, comm_), "MPI_Bcast");
-      p += n;
-      bytes -= n;
-    }
-  }
+  void broadcast(void* data, std::size_t bytes, int root) override { broadcast_bytes(comm_, data, bytes, root); }
 
   void allgatherv(const void* mine, void* all, std::span<const std::size_t> bytes_of) override {
     std::vector<int> counts, displs;

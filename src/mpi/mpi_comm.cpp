@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -129,21 +131,35 @@ std::string MpiComm::broadcast(std::string value, int root) const {
   return value;
 }
 
+void broadcast_bytes(MPI_Comm comm, void* data, std::size_t bytes, int root) {
+  auto* p = static_cast<std::byte*>(data);
+  while (bytes > 0) {
+    const std::size_t n = std::min<std::size_t>(bytes, std::numeric_limits<int>::max());
+    check_mpi(MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, root, comm), "MPI_Bcast");
+    p += n;
+    bytes -= n;
+  }
+}
+
 namespace {
 constexpr int kNoticeTag = 1;
 // What a notice carries. Static: a send that a destructor frees unfinished may still read it.
 constexpr int kNoticePayload = 1;
 }  // namespace
 
-FailureNotices::FailureNotices(const MpiComm& comm, CancelToken& cancel) : comm_(comm), cancel_(cancel) {
-  if (comm_.size() == 1) return;  // nobody to hear from
-  check_mpi(MPI_Irecv(&payload_, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_.notices_, &receive_), "MPI_Irecv");
-  watcher_ = std::thread([this] { watch(); });
-}
+FailureNotices::FailureNotices(const MpiComm& comm) : comm_(comm) {}
 
 FailureNotices::~FailureNotices() {
-  stop();
-  // Left early (an exception between construction and drain): nothing may stay posted.
+  {
+    std::lock_guard lock(mu_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  // Left early (an exception between begin and drain): nothing may stay posted.
   if (receive_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&receive_);
     MPI_Wait(&receive_, MPI_STATUS_IGNORE);
@@ -152,16 +168,44 @@ FailureNotices::~FailureNotices() {
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
 }
 
+void FailureNotices::begin(CancelToken& cancel) {
+  if (comm_.size() == 1) return;  // nobody to hear from
+  std::lock_guard lock(mu_);
+  received_ = false;
+  if (receive_ == MPI_REQUEST_NULL)
+    check_mpi(MPI_Irecv(&payload_, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_.notices_, &receive_), "MPI_Irecv");
+  cancel_ = &cancel;
+  if (!watcher_.joinable()) watcher_ = std::thread([this] { watch(); });
+  if (asleep_) wake_.notify_all();
+}
+
 void FailureNotices::watch() {
+  // Between runs it naps a millisecond at a time for a while (a next run needs no wake-up: waking it
+  // cost a run ~9 µs), then sleeps until begin() wakes it.
+  constexpr auto kNapsFor = std::chrono::milliseconds(100);
+  auto idle_since = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  while (!stopping_) {
+  while (!shutdown_) {
+    if (cancel_ == nullptr) {
+      if (std::chrono::steady_clock::now() - idle_since < kNapsFor) {
+        wake_.wait_for(lock, std::chrono::milliseconds(1));
+      } else {
+        asleep_ = true;
+        wake_.wait(lock, [&] { return cancel_ != nullptr || shutdown_; });
+        asleep_ = false;
+      }
+      continue;
+    }
+    idle_since = std::chrono::steady_clock::now();
     int done = 0;
     MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
     if (done) {
       received_ = true;
-      lock.unlock();
-      cancel_.cancel();
-      return;
+      receive_ = MPI_REQUEST_NULL;
+      // Under the lock: end() waits for it, so the token outlives the call.
+      cancel_->cancel();
+      cancel_ = nullptr;
+      continue;
     }
     wake_.wait_for(lock, std::chrono::milliseconds(1));
   }
@@ -172,6 +216,11 @@ bool FailureNotices::received() const {
   return received_;
 }
 
+void FailureNotices::end() {
+  std::lock_guard lock(mu_);
+  cancel_ = nullptr;
+}
+
 void FailureNotices::notify_others() {
   for (int r = 0; r < comm_.size(); ++r) {
     if (r == comm_.rank()) continue;
@@ -180,17 +229,9 @@ void FailureNotices::notify_others() {
   }
 }
 
-void FailureNotices::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
-}
-
 void FailureNotices::drain(int expected) {
   if (comm_.size() == 1) return;
+  std::lock_guard lock(mu_);  // the watcher is idle (end() came first); this keeps it so
   if (received_) {
     --expected;  // the posted receive completed (MPI_Test freed it)
   } else if (expected > 0) {
@@ -201,6 +242,7 @@ void FailureNotices::drain(int expected) {
     check_mpi(MPI_Wait(&receive_, MPI_STATUS_IGNORE), "MPI_Wait");
   }
   receive_ = MPI_REQUEST_NULL;
+  received_ = false;
   for (; expected > 0; --expected) {
     int payload = 0;
     check_mpi(MPI_Recv(&payload, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_.notices_, MPI_STATUS_IGNORE),

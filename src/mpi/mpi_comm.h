@@ -27,6 +27,9 @@ void finalize_mpi_now();
 /// or at all: the launchers' environment variables, without initializing MPI.
 bool launched_by_mpi();
 
+/// @brief MPI_Bcast of `bytes` bytes of any size from `root` into every process's `data` on comm.
+void broadcast_bytes(MPI_Comm comm, void* data, std::size_t bytes, int root);
+
 /// @brief A communicator of every rank (MPI_Comm_dup of MPI_COMM_WORLD, errors returned, not fatal).
 /// Construction and every method are collective over all ranks unless said otherwise.
 /// Thread-safety: one thread at a time per object (MPI itself runs with MPI_THREAD_MULTIPLE).
@@ -45,6 +48,10 @@ class MpiComm {
   std::vector<std::string> allgather(const std::string& value) const;
   /// `root`'s value on every rank (the argument is ignored elsewhere).
   std::string broadcast(std::string value, int root) const;
+  /// `root`'s `bytes` bytes into every rank's `data` (any size: MPI_Bcast in pieces under 2 GiB).
+  void broadcast_bytes(void* data, std::size_t bytes, int root) const {
+    detail::broadcast_bytes(comm_, data, bytes, root);
+  }
   /// A new communicator of the ranks that pass member = true, ordered by rank (MPI_COMM_NULL on the
   /// others); errors returned. The caller frees it.
   MPI_Comm split(bool member) const;
@@ -60,25 +67,28 @@ class MpiComm {
 /// @brief While a run is in progress on every rank: a rank whose share failed (or was cancelled from
 /// outside) tells the others at once, and their runs are cancelled (fail-stop without waiting for the
 /// slowest rank). Point to point messages on the communicator's notice channel, watched by a thread of
-/// its own that polls a posted receive.
+/// its own that polls a posted receive every millisecond while a run is in progress (one thread for the
+/// session's life: starting one per run cost ~100 µs of every run).
 ///
-/// Per run: construct (posts the receive, starts the watcher), notify_others() if this rank's share
-/// failed and received() is false, stop(), then — once every rank has told the others whether it sent
-/// notices — drain(the number of other ranks that sent them), which leaves the channel empty for the
-/// next run. Not collective itself. Thread-safety: one thread calls the methods.
+/// Per run: begin(the run's token) (posts the receive), notify_others() if this rank's share failed and
+/// received() is false, end(), then — once every rank has told the others whether it sent notices —
+/// drain(the number of other ranks that sent them), which leaves the channel empty for the next run.
+/// Not collective itself. Thread-safety: one thread calls the methods.
 class FailureNotices {
  public:
-  FailureNotices(const MpiComm& comm, CancelToken& cancel);
+  explicit FailureNotices(const MpiComm& comm);
   ~FailureNotices();
   FailureNotices(const FailureNotices&) = delete;
   FailureNotices& operator=(const FailureNotices&) = delete;
 
-  /// Whether a notice arrived before stop() (and cancelled the run).
+  /// A run starts: a notice from now on cancels `cancel` (which must outlive end()).
+  void begin(CancelToken& cancel);
+  /// Whether a notice arrived since begin() (and cancelled the run).
   bool received() const;
   /// Sends a notice to every other rank.
   void notify_others();
-  /// Stops the watcher.
-  void stop();
+  /// The run is over on this rank: the watcher no longer touches the token.
+  void end();
   /// Receives every notice the other ranks sent this run (`expected` in all) and completes this
   /// rank's own sends.
   void drain(int expected);
@@ -87,15 +97,16 @@ class FailureNotices {
   void watch();
 
   const MpiComm& comm_;
-  CancelToken& cancel_;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   int payload_ = 0;
   std::vector<MPI_Request> sends_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  CancelToken* cancel_ = nullptr;  // while a run is in progress
+  bool shutdown_ = false;
+  bool asleep_ = false;  // the watcher waits for begin() to wake it
   bool received_ = false;
-  std::thread watcher_;
+  std::thread watcher_;  // started by the first begin()
 };
 
 /// @brief Throws RuntimeError "MPI: <what> failed: <MPI's message>" unless `code` is MPI_SUCCESS.

@@ -142,6 +142,7 @@ struct MpiSession::State {
   detail::MpiComm comm;
   std::shared_ptr<detail::MpiCollectiveService> collectives = std::make_shared<detail::MpiCollectiveService>(comm);
   std::shared_ptr<NodeWorkspaces> workspaces = std::make_shared<NodeWorkspaces>(false, collectives);
+  detail::FailureNotices notices{comm};
   detail::CompiledRunnables compiled;  // after workspaces: its prepared groups use them
   std::map<std::string, int> ranks;    // every node with a rank: node_ranks, then those runs assigned
   int64_t next_default = 0;            // how many nodes the default rule placed
@@ -208,22 +209,29 @@ struct MpiSession::State {
     if (options.run.cancel) from_outside.emplace(options.run.cancel->subscribe([t = cancel.get()] { t->cancel(); }));
     RunOptions run = options.run;
     run.cancel = cancel;
-    detail::FailureNotices notices(comm, *cancel);
+    notices.begin(*cancel);
+    struct EndNotices {  // the watcher lets go of the token on every way out
+      detail::FailureNotices& n;
+      ~EndNotices() { n.end(); }
+    } end_notices{notices};
     std::string error;
     try {
-      TaskGroupDef mine;
-      mine.name = c.def.name;
-      for (const NodePlanDef& n : c.def.nodes)
-        if (rank_of(n.node) == comm.rank()) mine.nodes.push_back(n);
-      if (!mine.nodes.empty()) {
+      const bool hosts_any = std::any_of(c.def.nodes.begin(), c.def.nodes.end(),
+                                         [&](const NodePlanDef& n) { return rank_of(n.node) == comm.rank(); });
+      auto prepare_mine = [&] {
+        TaskGroupDef mine;
+        mine.name = c.def.name;
+        for (const NodePlanDef& n : c.def.nodes)
+          if (rank_of(n.node) == comm.rank()) mine.nodes.push_back(n);
         std::vector<std::string> all;  // a world that names no nodes is over the whole group
         for (const NodePlanDef& n : c.def.nodes) all.push_back(n.node);
-        if (!options.reuse_nets) {
-          PreparedTaskGroup(mine, *workspaces, all).run(run);
-        } else {
-          if (!c.prepared) c.prepared = std::make_unique<PreparedTaskGroup>(mine, *workspaces, all);
-          c.prepared->run(run);
-        }
+        return std::make_unique<PreparedTaskGroup>(mine, *workspaces, all);
+      };
+      if (hosts_any && !options.reuse_nets) {
+        prepare_mine()->run(run);
+      } else if (hosts_any) {
+        if (!c.prepared) c.prepared = prepare_mine();
+        c.prepared->run(run);
       }
     } catch (...) {
       error = detail::error_record(std::current_exception());
@@ -236,7 +244,7 @@ struct MpiSession::State {
     const bool stopped_here = !error.empty();
     const bool notify = stopped_here && !notices.received();
     if (notify) notices.notify_others();
-    notices.stop();
+    notices.end();
     // Every rank learns who failed and who sent notices; the notices are drained; then the same
     // outcome on every rank: the first failure that is not a cancellation, else the first one.
     const std::vector<uint64_t> status = comm.allgather(uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u));
@@ -261,20 +269,84 @@ struct MpiSession::State {
     if (!c.outputs.empty()) broadcast_outputs(c, *values);
   }
 
+  // Each node's outputs, from the rank of the node: first one message of what they are (per output: an
+  // error, a serialized string tensor, or the dtype and shape of a numeric one), then the bytes of each
+  // numeric tensor straight from the owner's copy into the other ranks' (the previous run's buffers when
+  // the shape is unchanged), with no serialization.
   void broadcast_outputs(const detail::CompiledRunnable& c, OutputValues& values) {
     for (const NodePlanDef& n : c.def.nodes) {
       if (n.outputs.empty()) continue;
       const int owner = rank_of(n.node);
+      const bool mine = owner == comm.rank();
+      std::vector<FetchedValue> got(n.outputs.size());
+      {
+        std::lock_guard lock(values.mu);  // take the previous values: their buffers are reused
+        for (size_t i = 0; i < n.outputs.size(); ++i) {
+          auto it = values.values.find({n.node, n.outputs[i]});
+          if (it != values.values.end()) got[i] = std::move(it->second);
+        }
+      }
       std::string payload;
-      if (owner == comm.rank())
-        for (const std::string& blob : n.outputs) append_record(payload, value_record(*workspaces, n.node, blob));
+      if (mine)
+        for (size_t i = 0; i < n.outputs.size(); ++i)
+          append_record(payload, describe_output(*workspaces, n.node, n.outputs[i], got[i]));
       const std::vector<std::string> records = split_records(comm.broadcast(std::move(payload), owner));
       if (records.size() != n.outputs.size())
         throw RuntimeError(fmt::format("MpiSession: rank {} sent {} outputs of node \"{}\", not {}", owner,
                                        records.size(), n.node, n.outputs.size()));
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!mine) receive_description(records[i], got[i]);
+        if (got[i].value && got[i].value->dtype() != DType::String)
+          comm.broadcast_bytes(got[i].value->raw_mutable_data(), got[i].value->nbytes(), owner);
+      }
       std::lock_guard lock(values.mu);
-      for (size_t i = 0; i < records.size(); ++i) values.values[{n.node, n.outputs[i]}] = decode_value(records[i]);
+      for (size_t i = 0; i < records.size(); ++i) values.values[{n.node, n.outputs[i]}] = std::move(got[i]);
     }
+  }
+
+  // On the owner: `into` = a copy of the output (reusing its buffer), and its description for the others.
+  static std::string describe_output(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob,
+                                     FetchedValue& into) {
+    try {
+      const Blob& b = nodes.tensor_blob(node, blob);
+      const Tensor& t = b.get<Tensor>();
+      into.error.clear();
+      if (!into.value) into.value.emplace();
+      into.value->resize_for_overwrite(t.dtype(), t.shape());
+      into.value->copy_from(t);
+      if (t.dtype() == DType::String) return "V" + serialize_blob_to_string(blob, b);
+      std::string r = "R";
+      const auto dtype = static_cast<int32_t>(t.dtype());
+      const auto ndim = static_cast<uint64_t>(t.shape().size());
+      r.append(reinterpret_cast<const char*>(&dtype), sizeof dtype);
+      r.append(reinterpret_cast<const char*>(&ndim), sizeof ndim);
+      r.append(reinterpret_cast<const char*>(t.shape().data()), ndim * sizeof(int64_t));
+      return r;
+    } catch (...) {
+      into.value.reset();
+      into.error = detail::error_record(std::current_exception());
+      return "E" + into.error;
+    }
+  }
+
+  // On the other ranks: `into` as the description says (a numeric tensor sized for its bytes, which follow).
+  static void receive_description(const std::string& record, FetchedValue& into) {
+    if (record.empty() || record[0] != 'R') {
+      into = decode_value(record);
+      return;
+    }
+    int32_t dtype = 0;
+    uint64_t ndim = 0;
+    if (record.size() < 1 + sizeof dtype + sizeof ndim) throw RuntimeError("MpiSession: a truncated output record");
+    std::memcpy(&dtype, record.data() + 1, sizeof dtype);
+    std::memcpy(&ndim, record.data() + 1 + sizeof dtype, sizeof ndim);
+    if (record.size() != 1 + sizeof dtype + sizeof ndim + ndim * sizeof(int64_t))
+      throw RuntimeError("MpiSession: a truncated output record");
+    std::vector<int64_t> shape(ndim);
+    std::memcpy(shape.data(), record.data() + 1 + sizeof dtype + sizeof ndim, ndim * sizeof(int64_t));
+    into.error.clear();
+    if (!into.value) into.value.emplace();
+    into.value->resize_for_overwrite(static_cast<DType>(dtype), shape);
   }
 };
 
