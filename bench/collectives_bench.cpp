@@ -97,12 +97,13 @@ Row allreduce_row(MpiSession& session, int size, std::size_t count, int iters, i
   const double moka_s = measure(repeats, [&] { session.run(loop); }) / iters;
 
   std::vector<float> buf(count, 0.0f);
-  const double peer_s = measure(repeats, [&] {
-                          for (int i = 0; i < iters; ++i)
-                            MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                          MPI_COMM_WORLD);
-                        }) /
-                        iters;
+  const double peer_s =
+      measure(repeats,
+              [&] {
+                for (int i = 0; i < iters; ++i)
+                  MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+              }) /
+      iters;
   const std::size_t bytes = count * sizeof(float);
   return time_row(fmt::format("`Allreduce` of {} of float32 (sum, in place), {} ranks", human_bytes(bytes), size),
                   moka_s, peer_s, bytes);
@@ -117,17 +118,19 @@ Row trivial_group_row(MpiSession& session, int size, int runs, int repeats) {
       Node(node_of(r), [&] { Task([&] { outs.push_back(final_output(mops::Const(int64_t{r}))); }); });
   });
   session.run(tg);
-  const double moka_s = measure(repeats, [&] {
-                          for (int i = 0; i < runs; ++i) session.run(tg);
-                        }) /
+  const double moka_s = measure(repeats,
+                                [&] {
+                                  for (int i = 0; i < runs; ++i) session.run(tg);
+                                }) /
                         runs;
   int64_t value = 0;
-  const double peer_s = measure(repeats, [&] {
-                          for (int i = 0; i < runs; ++i) {
-                            MPI_Barrier(MPI_COMM_WORLD);
-                            for (int r = 0; r < size; ++r) MPI_Bcast(&value, 1, MPI_INT64_T, r, MPI_COMM_WORLD);
-                          }
-                        }) /
+  const double peer_s = measure(repeats,
+                                [&] {
+                                  for (int i = 0; i < runs; ++i) {
+                                    MPI_Barrier(MPI_COMM_WORLD);
+                                    for (int r = 0; r < size; ++r) MPI_Bcast(&value, 1, MPI_INT64_T, r, MPI_COMM_WORLD);
+                                  }
+                                }) /
                         runs;
   return time_row(fmt::format("TaskGroup of one trivial task per node, per `run()`, {} ranks", size), moka_s, peer_s,
                   0);
@@ -162,17 +165,19 @@ Row output_row(MpiSession& session, int size, std::size_t count, int runs, int r
                  static_cast<long long>(out.fetch().numel()), count);
     std::exit(1);
   }
-  const double moka_s = measure(repeats, [&] {
-                          for (int i = 0; i < runs; ++i) session.run(tg);
-                        }) /
+  const double moka_s = measure(repeats,
+                                [&] {
+                                  for (int i = 0; i < runs; ++i) session.run(tg);
+                                }) /
                         runs;
   std::vector<float> buf(count, 1.0f);
-  const double peer_s = measure(repeats, [&] {
-                          for (int i = 0; i < runs; ++i) {
-                            MPI_Barrier(MPI_COMM_WORLD);
-                            MPI_Bcast(buf.data(), static_cast<int>(count), MPI_FLOAT, size - 1, MPI_COMM_WORLD);
-                          }
-                        }) /
+  const double peer_s = measure(repeats,
+                                [&] {
+                                  for (int i = 0; i < runs; ++i) {
+                                    MPI_Barrier(MPI_COMM_WORLD);
+                                    MPI_Bcast(buf.data(), static_cast<int>(count), MPI_FLOAT, size - 1, MPI_COMM_WORLD);
+                                  }
+                                }) /
                         runs;
   const std::size_t bytes = count * sizeof(float);
   return time_row(fmt::format("TaskOutput of {} of float32 broadcast after a run, {} ranks", human_bytes(bytes), size),

@@ -56,11 +56,18 @@ MPI_Op mpi_op(Reduction r) {
   return MPI_SUM;
 }
 
-// An agreement's MPI_Iallgather and the buffers it sends from and receives into.
+// An agreement's requests (an MPI_Iallgather, or one send and one receive per other process) and the
+// buffers they send from and receive into.
 struct AgreementInFlight {
-  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> requests;
   std::vector<std::byte> mine, all;
 };
+
+// Up to this many processes an agreement is point to point (MPI_Isend/MPI_Irecv with every other
+// process): over shared memory that takes a third of the time of Open MPI's MPI_Iallgather, which made a
+// small Allreduce cost 3.6 times MPI_Allreduce. Larger worlds use MPI_Iallgather (O(log n) steps).
+constexpr int kPointToPointAgreementUpTo = 8;
+constexpr int kAgreementTag = 1;  // the world communicator's point to point traffic is only this
 
 // Keeps an abandoned agreement's buffers for the rest of the process. A cancelled agreement leaves its
 // MPI_Iallgather posted (MPI has no way to cancel a collective): any later MPI call on this process may
@@ -77,7 +84,7 @@ void keep_until_exit(std::unique_ptr<AgreementInFlight> wait) {
   kept->waits.push_back(std::move(wait));
 }
 
-// The CollectiveTransport of one world's ranks: agree() is a polled MPI_Iallgather that a cancellation
+// The CollectiveTransport of one world's ranks: agree() is a polled exchange that a cancellation
 // abandons; the data moves with MPI's blocking collectives (tuned, and bounded once every rank agreed).
 class MpiTransport final : public CollectiveTransport {
  public:
@@ -100,14 +107,31 @@ class MpiTransport final : public CollectiveTransport {
     auto wait = std::make_unique<AgreementInFlight>();
     wait->mine.assign(static_cast<const std::byte*>(mine), static_cast<const std::byte*>(mine) + bytes);
     wait->all.resize(bytes * static_cast<std::size_t>(size_));
-    check_mpi(MPI_Iallgather(wait->mine.data(), static_cast<int>(bytes), MPI_BYTE, wait->all.data(),
-                             static_cast<int>(bytes), MPI_BYTE, comm_, &wait->request),
-              "MPI_Iallgather");
-    // Spin on MPI_Test first (other ranks are usually there already), then poll every 50 us.
+    const int count = static_cast<int>(bytes);
+    if (size_ <= kPointToPointAgreementUpTo) {
+      std::memcpy(wait->all.data() + bytes * static_cast<std::size_t>(rank_), mine, bytes);
+      wait->requests.assign(2 * static_cast<std::size_t>(size_ - 1), MPI_REQUEST_NULL);
+      std::size_t next = 0;
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        check_mpi(MPI_Irecv(wait->all.data() + bytes * static_cast<std::size_t>(r), count, MPI_BYTE, r, kAgreementTag,
+                            comm_, &wait->requests[next++]),
+                  "MPI_Irecv");
+        check_mpi(MPI_Isend(wait->mine.data(), count, MPI_BYTE, r, kAgreementTag, comm_, &wait->requests[next++]),
+                  "MPI_Isend");
+      }
+    } else {
+      wait->requests.assign(1, MPI_REQUEST_NULL);
+      check_mpi(MPI_Iallgather(wait->mine.data(), count, MPI_BYTE, wait->all.data(), count, MPI_BYTE, comm_,
+                               wait->requests.data()),
+                "MPI_Iallgather");
+    }
+    // Spin on MPI_Testall first (other ranks are usually there already), then poll every 50 us.
     const auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
-      check_mpi(MPI_Test(&wait->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      check_mpi(MPI_Testall(static_cast<int>(wait->requests.size()), wait->requests.data(), &done, MPI_STATUSES_IGNORE),
+                "MPI_Testall");
       if (done) {
         std::memcpy(all, wait->all.data(), wait->all.size());
         return;

@@ -116,6 +116,14 @@ struct Header {
 };
 static_assert(sizeof(Header) == 256);
 
+// What a process sends in a call's agreement: its account and, when the call's data is this small, the
+// data too, so that a small collective is one exchange between processes, not two.
+constexpr std::size_t kInlineBytes = 256;
+struct Message {
+  Header header;
+  std::byte data[kInlineBytes];
+};
+
 void put_text(Header& h, const std::string& s) {
   std::memset(h.text, 0, sizeof h.text);
   std::memcpy(h.text, s.data(), std::min(s.size(), sizeof h.text - 1));
@@ -357,7 +365,8 @@ void CommonWorld::perform() {
 void CommonWorld::perform_across_processes(const LocalCheck& check) {
   CollectiveTransport& t = *transport_;
   const Call& c = *slots_[0];
-  Header mine{};
+  Message message{};
+  Header& mine = message.header;
   mine.kind = static_cast<int32_t>(c.kind);
   mine.param = c.param;
   mine.first_member = local_[0];
@@ -370,13 +379,34 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
     mine.nbytes = c.in->nbytes();
     put_text(mine, c.in->describe());
   }
-  std::vector<Header> all(static_cast<std::size_t>(t.processes()));
-  t.agree(&mine, sizeof mine, all.data(), cancelled_);
+  // This process's data, inline when it fits (the decision after the agreement is the same everywhere:
+  // every process's size follows from the agreed shape and the node -> process map).
+  const std::size_t block = (check.error_kind == 0 && c.in != nullptr) ? c.in->nbytes() : 0;
+  const std::size_t my_block = c.kind == Kind::allgather ? block * slots_.size() : block;
+  if (check.error_kind == 0 && c.in != nullptr && my_block <= kInlineBytes) {
+    if (c.kind == Kind::allreduce) {
+      if (slots_.size() == 1) {
+        if (block) std::memcpy(message.data, c.in->raw_data(), block);
+      } else {
+        Tensor v;
+        combine_local(v);
+        if (block) std::memcpy(message.data, v.raw_data(), block);
+      }
+    } else if (c.kind == Kind::broadcast && process_of_[c.param] == t.process()) {
+      if (block) std::memcpy(message.data, slots_[slot_of_[c.param]]->in->raw_data(), block);
+    } else if (c.kind == Kind::allgather) {
+      for (std::size_t s = 0; s < slots_.size(); ++s)
+        if (block) std::memcpy(message.data + s * block, slots_[s]->in->raw_data(), block);
+    }
+  }
+  std::vector<Message> messages(static_cast<std::size_t>(t.processes()));
+  t.agree(&message, sizeof message, messages.data(), cancelled_);
   // Every process now holds every account: the same decision everywhere.
-  for (const Header& h : all)
-    if (h.error_kind != 0) throw_error(static_cast<ErrorKind>(h.error_kind), text_of(h));
-  const Header& h0 = all[0];
-  for (const Header& h : all) {
+  for (const Message& m : messages)
+    if (m.header.error_kind != 0) throw_error(static_cast<ErrorKind>(m.header.error_kind), text_of(m.header));
+  const Header& h0 = messages[0].header;
+  for (const Message& m : messages) {
+    const Header& h = m.header;
     if (h.kind != h0.kind || h.param != h0.param)
       throw InvalidInput(
           fmt::format("common world \"{}\": node \"{}\" calls {}, node \"{}\" calls {}; every node must make the same "
@@ -389,6 +419,9 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
           "dtype and shape",
           kind_name(h0.kind), name_, nodes_[h0.first_member], text_of(h0), nodes_[h.first_member], text_of(h)));
   }
+  std::vector<const std::byte*> inline_data;
+  for (const Message& m : messages) inline_data.push_back(m.data);
+  if (perform_inline(inline_data)) return;
   if (slots_.size() == 1 && c.kind == Kind::allreduce) {
     // The one node of this process: reduce in its output (in place when out is in), no staging copy.
     Tensor& out = *c.out;
@@ -413,14 +446,13 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
       break;
     }
     case Kind::allgather: {
-      const std::size_t block = c.in->nbytes();
       std::string local(block * slots_.size(), '\0');  // this process's nodes' inputs, in node order
       for (std::size_t s = 0; s < slots_.size(); ++s)
         if (block) std::memcpy(local.data() + s * block, slots_[s]->in->raw_data(), block);
-      std::vector<std::size_t> bytes_of(all.size(), 0);
+      std::vector<std::size_t> bytes_of(messages.size(), 0);
       for (int p : process_of_) bytes_of[static_cast<std::size_t>(p)] += block;
-      std::vector<std::size_t> start(all.size(), 0);
-      for (std::size_t p = 1; p < all.size(); ++p) start[p] = start[p - 1] + bytes_of[p - 1];
+      std::vector<std::size_t> start(messages.size(), 0);
+      for (std::size_t p = 1; p < messages.size(); ++p) start[p] = start[p - 1] + bytes_of[p - 1];
       std::string gathered(start.back() + bytes_of.back(), '\0');
       t.allgatherv(local.data(), gathered.data(), bytes_of);
       std::vector<int64_t> shape = c.in->shape();
@@ -439,6 +471,54 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
       return;
   }
   for (const auto& s : slots_) s->out->copy_from(value);
+}
+
+// The agreed call, when every process's data came with its account: the result from the messages,
+// combined in process order (the same order, so the same result, on every process). False when the data
+// is too large to have come inline.
+bool CommonWorld::perform_inline(std::span<const std::byte* const> data) {
+  const Call& c = *slots_[0];
+  if (c.kind == Kind::barrier) return true;
+  const std::size_t block = c.in->nbytes();
+  std::vector<std::size_t> nodes_of(data.size(), 0);
+  for (int p : process_of_) ++nodes_of[static_cast<std::size_t>(p)];
+  const std::size_t most = *std::max_element(nodes_of.begin(), nodes_of.end());
+  if ((c.kind == Kind::allgather ? block * most : block) > kInlineBytes) return false;
+  Tensor value;
+  switch (c.kind) {
+    case Kind::allreduce: {
+      value.resize_for_overwrite(c.in->dtype(), c.in->shape());
+      Tensor next;
+      next.resize_for_overwrite(c.in->dtype(), c.in->shape());
+      if (block) std::memcpy(value.raw_mutable_data(), data[0], block);
+      for (std::size_t p = 1; p < data.size(); ++p) {
+        if (block) std::memcpy(next.raw_mutable_data(), data[p], block);
+        combine(value, next, static_cast<Reduction>(c.param));
+      }
+      break;
+    }
+    case Kind::broadcast:
+      value.resize_for_overwrite(c.in->dtype(), c.in->shape());
+      if (block) std::memcpy(value.raw_mutable_data(), data[static_cast<std::size_t>(process_of_[c.param])], block);
+      break;
+    case Kind::allgather: {
+      std::vector<int64_t> shape = c.in->shape();
+      if (shape.empty()) shape.push_back(1);
+      shape[0] *= static_cast<int64_t>(nodes_.size());
+      value.resize_for_overwrite(c.in->dtype(), shape);
+      std::vector<std::size_t> next(data.size(), 0);  // each process's block holds its nodes in node order
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const auto p = static_cast<std::size_t>(process_of_[i]);
+        if (block) std::memcpy(value.raw_mutable_data() + i * block, data[p] + next[p], block);
+        next[p] += block;
+      }
+      break;
+    }
+    case Kind::barrier:
+      break;
+  }
+  for (const auto& s : slots_) s->out->copy_from(value);
+  return true;
 }
 
 }  // namespace moka

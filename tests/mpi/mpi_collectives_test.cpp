@@ -3,8 +3,12 @@
 // across ranks and an error on one rank while the others wait in Allreduce end the run everywhere.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
@@ -27,13 +31,16 @@ std::string what_of(const std::function<void()>& fn) {
   return {};
 }
 
+// Small tensors travel with the agreement of a call; a hundred tiles (300 values: 300 bytes of int8 and
+// more) take the MPI collectives.
 TEST(MpiCollectives, GiveLocalSessionsAnswersOnEveryRank) {
-  for (int nodes : {1, 2, 3, 5}) {
-    SCOPED_TRACE(nodes);
+  for (const auto& [nodes, tiles] :
+       std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {3, 1}, {5, 1}, {3, 100}, {5, 100}}) {
+    SCOPED_TRACE(fmt::format("{} nodes, {} tiles", nodes, tiles));
     LocalSession local;
-    const testing::CollectiveOutputs want = testing::run_every_collective(local, nodes);
+    const testing::CollectiveOutputs want = testing::run_every_collective(local, nodes, tiles);
     MpiSession mpi;
-    const testing::CollectiveOutputs got = testing::run_every_collective(mpi, nodes);
+    const testing::CollectiveOutputs got = testing::run_every_collective(mpi, nodes, tiles);
     EXPECT_EQ(got.size(), want.size());
     for (const auto& [name, value] : want) {
       auto it = got.find(name);
@@ -44,7 +51,7 @@ TEST(MpiCollectives, GiveLocalSessionsAnswersOnEveryRank) {
       EXPECT_EQ(it->second, value) << name << " on rank " << mpi.rank() << ": " << it->second.to_string();
     }
     // And a second run of a new group in the same session.
-    EXPECT_EQ(testing::run_every_collective(mpi, nodes).size(), want.size());
+    EXPECT_EQ(testing::run_every_collective(mpi, nodes, tiles).size(), want.size());
   }
 }
 

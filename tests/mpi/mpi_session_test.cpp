@@ -119,6 +119,32 @@ TEST(MpiSession, OutputsOfEveryDtypeReachEveryRank) {
   EXPECT_TRUE(flag.fetch<bool>());
 }
 
+// A numeric output crosses as raw bytes into the previous run's buffer: each run's value arrives whole
+// whether it grows, shrinks or empties, and a value fetched earlier keeps what it had.
+TEST(MpiSession, OutputsOfEveryRunArriveWholeWhateverTheirSize) {
+  MpiSessionOptions options;
+  MpiSession probe;
+  options.node_ranks["last"] = probe.size() - 1;
+  MpiSession session(options);
+  TaskOutput out;
+  TaskGroup tg(WorkspaceType::Global, [&] { Node("last", [&] { Task([&] { out = final_output(BlobRef("v")); }); }); });
+  Tensor first;
+  for (const int64_t n : {3, 300000, 7, 0, 5}) {
+    SCOPED_TRACE(n);
+    if (session.hosts("last")) {
+      std::vector<float> values(static_cast<std::size_t>(n));
+      for (int64_t k = 0; k < n; ++k) values[static_cast<std::size_t>(k)] = static_cast<float>(n + k);
+      session.workspace("last").create_blob("v")->emplace<Tensor>(Tensor::from_vector<float>({n}, values));
+    }
+    session.run(tg);
+    const Tensor got = out.fetch();
+    ASSERT_EQ(got.shape(), std::vector<int64_t>{n});
+    for (int64_t k = 0; k < n; ++k) ASSERT_EQ(got.data<float>()[k], static_cast<float>(n + k)) << k;
+    if (n == 3) first = got;
+  }
+  EXPECT_EQ(first.data<float>()[2], 5.0f);
+}
+
 TEST(MpiSession, ExplicitNodeRanksAndAMissingBlobFailOnEveryRank) {
   MpiSessionOptions options;
   MpiSession probe;

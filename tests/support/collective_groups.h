@@ -28,10 +28,18 @@ inline std::string collective_node(int i) { return "n" + std::to_string(i); }
 /// Node i's input: three values that differ by node (and fit every dtype, uint8 and int8 included).
 inline std::vector<double> node_input(int i) { return {double(i + 1), double(2 * i + 3), i % 2 ? 1.0 : 4.0}; }
 
+/// The values of v, `times` times over.
+inline std::vector<double> tiled(const std::vector<double>& v, int times) {
+  std::vector<double> out;
+  for (int k = 0; k < times; ++k) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
 /// @brief `nodes` nodes, one task each: a common world of all of them, every reduction of every dtype
 /// (one of them in place), a Broadcast from the last node, an Allgather, a Barrier, and a world of the
-/// even nodes only that runs an Allreduce too.
-inline CollectiveOutputs run_every_collective(Session& session, int nodes) {
+/// even nodes only that runs an Allreduce too. The inputs are node_input(i) `tiles` times over (a
+/// hundred tiles make every tensor too large to travel with the agreement between processes).
+inline CollectiveOutputs run_every_collective(Session& session, int nodes, int tiles = 1) {
   namespace ops = moka::ops;
   std::map<std::string, TaskOutput> outs;
   TaskGroup tg([&] {
@@ -42,7 +50,7 @@ inline CollectiveOutputs run_every_collective(Session& session, int nodes) {
           const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
           for (DType d : collective_dtypes()) {
             const std::string t(dtype_name(d));
-            const BlobRef x = ops::Const(node_input(i), {.blob_out = "x_" + t, .dtype = d});
+            const BlobRef x = ops::Const(tiled(node_input(i), tiles), {.blob_out = "x_" + t, .dtype = d});
             for (const std::string& r : reductions())
               outs[node + "/" + r + "_" + t] =
                   final_output(ops::op("Allreduce", {cw, x}, {BlobRef(r + "_" + t)}, {{"reduction", r}})[0]);
@@ -50,7 +58,7 @@ inline CollectiveOutputs run_every_collective(Session& session, int nodes) {
                 final_output(ops::op("Broadcast", {cw, x}, {BlobRef("b_" + t)}, {{"root", int64_t{nodes - 1}}})[0]);
             outs[node + "/allgather_" + t] = final_output(ops::op("Allgather", {cw, x}, {BlobRef("g_" + t)})[0]);
           }
-          const BlobRef y = ops::Const(node_input(i), {.blob_out = "y", .dtype = DType::Float});
+          const BlobRef y = ops::Const(tiled(node_input(i), tiles), {.blob_out = "y", .dtype = DType::Float});
           outs[node + "/inplace"] = final_output(ops::op("Allreduce", {cw, y}, {y})[0]);
           ops::op("Barrier", {cw}, std::vector<BlobRef>{});
           if (i % 2 == 0) {

@@ -101,6 +101,7 @@ class CommonWorld {
   LocalCheck check_local() const;
   void combine_local(Tensor& acc) const;
   void perform_across_processes(const LocalCheck& check);
+  bool perform_inline(std::span<const std::byte* const> data);
   template <class Pred>
   void wait(std::unique_lock<std::mutex>& lk, Pred ready);
   [[noreturn]] void throw_cancelled() const;
