@@ -104,7 +104,10 @@ int as_count(size_t n) {
 }  // namespace
 
 std::vector<std::string> MpiComm::allgather(const std::string& value) const {
-  const std::vector<uint64_t> sizes = allgather(static_cast<uint64_t>(value.size()));
+  return allgather(value, allgather(static_cast<uint64_t>(value.size())));
+}
+
+std::vector<std::string> MpiComm::allgather(const std::string& value, const std::vector<uint64_t>& sizes) const {
   std::vector<int> counts(sizes.size());
   std::vector<int> displs(sizes.size());
   size_t total = 0;

@@ -46,6 +46,8 @@ class MpiComm {
   std::vector<uint64_t> allgather(uint64_t value) const;
   /// Every rank's string, by rank (strings of any length).
   std::vector<std::string> allgather(const std::string& value) const;
+  /// The same when every rank knows every rank's length already (`sizes`, by rank).
+  std::vector<std::string> allgather(const std::string& value, const std::vector<uint64_t>& sizes) const;
   /// `root`'s value on every rank (the argument is ignored elsewhere).
   std::string broadcast(std::string value, int root) const;
   /// `root`'s `bytes` bytes into every rank's `data` (any size: MPI_Bcast in pieces under 2 GiB).

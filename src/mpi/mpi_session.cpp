@@ -210,6 +210,9 @@ struct MpiSession::State {
     RunOptions run = options.run;
     run.cancel = cancel;
     notices.begin(*cancel);
+    // A cancelled share tells the other processes of its worlds at once: none waits for its calls.
+    std::optional<CancelToken::Subscription> stop_worlds;
+    stop_worlds.emplace(cancel->subscribe([c = collectives.get()] { c->end_share(true); }));
     struct EndNotices {  // the watcher lets go of the token on every way out
       detail::FailureNotices& n;
       ~EndNotices() { n.end(); }
@@ -245,9 +248,17 @@ struct MpiSession::State {
     const bool notify = stopped_here && !notices.received();
     if (notify) notices.notify_others();
     notices.end();
+    stop_worlds.reset();
+    collectives->end_share(stopped_here);
+    collectives->drain();
+    // This rank's outputs, described now, so that the word every rank sends next also says how long
+    // its description is.
+    std::string description;
+    if (!stopped_here && !c.outputs.empty()) description = describe_outputs(c);
     // Every rank learns who failed and who sent notices; the notices are drained; then the same
     // outcome on every rank: the first failure that is not a cancellation, else the first one.
-    const std::vector<uint64_t> status = comm.allgather(uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u));
+    const std::vector<uint64_t> status = comm.allgather(uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u) |
+                                                        (static_cast<uint64_t>(description.size()) << 2));
     int expected = 0;
     bool any_failed = false;
     for (int r = 0; r < comm.size(); ++r) {
@@ -256,7 +267,7 @@ struct MpiSession::State {
     }
     notices.drain(expected);
     if (any_failed) {
-      collectives->reset();  // a cancelled common world may have left a wait in flight on its communicator
+      collectives->reset();  // the next run starts on fresh communicators
       const std::vector<std::string> errors = comm.allgather(error);
       std::optional<int> failed;
       for (int r = 0; r < comm.size(); ++r) {
@@ -266,87 +277,113 @@ struct MpiSession::State {
       }
       detail::rethrow_record(errors[*failed], *failed);
     }
-    if (!c.outputs.empty()) broadcast_outputs(c, *values);
+    if (!c.outputs.empty()) {
+      std::vector<uint64_t> sizes(status.size());
+      for (size_t r = 0; r < status.size(); ++r) sizes[r] = status[r] >> 2;
+      receive_outputs(c, *values, description, sizes);
+    }
   }
 
-  // Each node's outputs, from the rank of the node: first one message of what they are (per output: an
-  // error, a serialized string tensor, or the dtype and shape of a numeric one), then the bytes of each
-  // numeric tensor straight from the owner's copy into the other ranks' (the previous run's buffers when
-  // the shape is unchanged), with no serialization.
-  void broadcast_outputs(const detail::CompiledRunnable& c, OutputValues& values) {
+  // This rank's description of the outputs of the nodes it hosts, in the order of the definition.
+  std::string describe_outputs(const detail::CompiledRunnable& c) const {
+    std::string description;
+    for (const NodePlanDef& n : c.def.nodes)
+      if (!n.outputs.empty() && rank_of(n.node) == comm.rank())
+        for (const std::string& blob : n.outputs)
+          append_record(description, describe_output(*workspaces, n.node, blob));
+    return description;
+  }
+
+  // After a successful run: every rank's description (one allgather; `sizes` came with the outcome),
+  // then the bytes of each numeric output too large to travel in it, with MPI_Bcast from its owner,
+  // straight into the previous run's buffer when the shape is unchanged (no serialization).
+  void receive_outputs(const detail::CompiledRunnable& c, OutputValues& values, const std::string& description,
+                       const std::vector<uint64_t>& sizes) {
+    std::vector<std::vector<std::string>> records(sizes.size());
+    if (std::any_of(sizes.begin(), sizes.end(), [](uint64_t n) { return n > 0; })) {
+      const std::vector<std::string> all = comm.allgather(description, sizes);
+      for (size_t r = 0; r < all.size(); ++r) records[r] = split_records(all[r]);
+    }
+    std::vector<size_t> next(sizes.size(), 0);
     for (const NodePlanDef& n : c.def.nodes) {
       if (n.outputs.empty()) continue;
       const int owner = rank_of(n.node);
-      const bool mine = owner == comm.rank();
       std::vector<FetchedValue> got(n.outputs.size());
       {
-        std::lock_guard lock(values.mu);  // take the previous values: their buffers are reused
+        std::lock_guard lock(values.mu);  // the previous values: their buffers are reused
         for (size_t i = 0; i < n.outputs.size(); ++i) {
           auto it = values.values.find({n.node, n.outputs[i]});
           if (it != values.values.end()) got[i] = std::move(it->second);
         }
       }
-      std::string payload;
-      if (mine)
-        for (size_t i = 0; i < n.outputs.size(); ++i)
-          append_record(payload, describe_output(*workspaces, n.node, n.outputs[i], got[i]));
-      const std::vector<std::string> records = split_records(comm.broadcast(std::move(payload), owner));
-      if (records.size() != n.outputs.size())
-        throw RuntimeError(fmt::format("MpiSession: rank {} sent {} outputs of node \"{}\", not {}", owner,
-                                       records.size(), n.node, n.outputs.size()));
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (!mine) receive_description(records[i], got[i]);
-        if (got[i].value && got[i].value->dtype() != DType::String)
-          comm.broadcast_bytes(got[i].value->raw_mutable_data(), got[i].value->nbytes(), owner);
+      const std::vector<std::string>& from = records[static_cast<size_t>(owner)];
+      size_t& k = next[static_cast<size_t>(owner)];
+      for (size_t i = 0; i < n.outputs.size(); ++i, ++k) {
+        if (k >= from.size())
+          throw RuntimeError(
+              fmt::format("MpiSession: rank {} described {} outputs, fewer than its nodes have", owner, from.size()));
+        if (!receive_description(from[k], got[i])) continue;
+        if (owner == comm.rank()) got[i].value->copy_from(workspaces->tensor_blob(n.node, n.outputs[i]).get<Tensor>());
+        comm.broadcast_bytes(got[i].value->raw_mutable_data(), got[i].value->nbytes(), owner);
       }
       std::lock_guard lock(values.mu);
-      for (size_t i = 0; i < records.size(); ++i) values.values[{n.node, n.outputs[i]}] = std::move(got[i]);
+      for (size_t i = 0; i < n.outputs.size(); ++i) values.values[{n.node, n.outputs[i]}] = std::move(got[i]);
     }
   }
 
-  // On the owner: `into` = a copy of the output (reusing its buffer), and its description for the others.
-  static std::string describe_output(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob,
-                                     FetchedValue& into) {
+  // Numeric outputs of at most this many bytes travel in the description.
+  static constexpr size_t kInlineOutputBytes = 64 * 1024;
+
+  // Whether a description says that the tensor's bytes follow it (a numeric tensor too large to travel in it).
+  static bool bytes_follow(const std::string& record) { return !record.empty() && record[0] == 'L'; }
+
+  // On the owner: how the output crosses — an error, a serialized string tensor, or a numeric tensor's
+  // dtype and shape with its bytes ('R') or without them, for bytes that follow ('L').
+  static std::string describe_output(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob) {
     try {
       const Blob& b = nodes.tensor_blob(node, blob);
       const Tensor& t = b.get<Tensor>();
-      into.error.clear();
-      if (!into.value) into.value.emplace();
-      into.value->resize_for_overwrite(t.dtype(), t.shape());
-      into.value->copy_from(t);
       if (t.dtype() == DType::String) return "V" + serialize_blob_to_string(blob, b);
-      std::string r = "R";
+      const bool inline_bytes = t.nbytes() <= kInlineOutputBytes;
+      std::string r = inline_bytes ? "R" : "L";
       const auto dtype = static_cast<int32_t>(t.dtype());
       const auto ndim = static_cast<uint64_t>(t.shape().size());
       r.append(reinterpret_cast<const char*>(&dtype), sizeof dtype);
       r.append(reinterpret_cast<const char*>(&ndim), sizeof ndim);
-      r.append(reinterpret_cast<const char*>(t.shape().data()), ndim * sizeof(int64_t));
+      if (ndim) r.append(reinterpret_cast<const char*>(t.shape().data()), ndim * sizeof(int64_t));
+      if (inline_bytes && t.nbytes()) r.append(reinterpret_cast<const char*>(t.raw_data()), t.nbytes());
       return r;
     } catch (...) {
-      into.value.reset();
-      into.error = detail::error_record(std::current_exception());
-      return "E" + into.error;
+      return "E" + detail::error_record(std::current_exception());
     }
   }
 
-  // On the other ranks: `into` as the description says (a numeric tensor sized for its bytes, which follow).
-  static void receive_description(const std::string& record, FetchedValue& into) {
-    if (record.empty() || record[0] != 'R') {
+  // On every rank: `into` as the description says — a numeric tensor with its bytes ('R'), or sized for
+  // bytes that follow ('L': returns true), or a serialized value or an error.
+  static bool receive_description(const std::string& record, FetchedValue& into) {
+    if (record.empty() || (record[0] != 'R' && record[0] != 'L')) {
       into = decode_value(record);
-      return;
+      return false;
     }
     int32_t dtype = 0;
     uint64_t ndim = 0;
-    if (record.size() < 1 + sizeof dtype + sizeof ndim) throw RuntimeError("MpiSession: a truncated output record");
+    const size_t head = 1 + sizeof dtype + sizeof ndim;
+    if (record.size() < head) throw RuntimeError("MpiSession: a truncated output record");
     std::memcpy(&dtype, record.data() + 1, sizeof dtype);
     std::memcpy(&ndim, record.data() + 1 + sizeof dtype, sizeof ndim);
-    if (record.size() != 1 + sizeof dtype + sizeof ndim + ndim * sizeof(int64_t))
+    if (ndim > 64 || record.size() < head + ndim * sizeof(int64_t))
       throw RuntimeError("MpiSession: a truncated output record");
     std::vector<int64_t> shape(ndim);
-    std::memcpy(shape.data(), record.data() + 1 + sizeof dtype + sizeof ndim, ndim * sizeof(int64_t));
+    if (ndim) std::memcpy(shape.data(), record.data() + head, ndim * sizeof(int64_t));
     into.error.clear();
     if (!into.value) into.value.emplace();
     into.value->resize_for_overwrite(static_cast<DType>(dtype), shape);
+    const size_t data_at = head + ndim * sizeof(int64_t);
+    if (record[0] == 'L') return true;
+    if (record.size() != data_at + into.value->nbytes()) throw RuntimeError("MpiSession: a truncated output record");
+    if (into.value->nbytes())
+      std::memcpy(into.value->raw_mutable_data(), record.data() + data_at, into.value->nbytes());
+    return false;
   }
 };
 

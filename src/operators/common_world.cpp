@@ -274,7 +274,8 @@ void CommonWorld::collective(int member, const Call& call) {
       --arrived_;
       throw_cancelled();
     }
-    // Working: the node doing the round finishes it (its cross-process wait stops on cancellation).
+    // Working: the node doing the round finishes it (its cross-process wait ends once every process
+    // answered; a process whose share stops answers with that).
     while (phase_ != Phase::leaving) {
       BlockingScope blocking;
       cv_.wait(lk);
@@ -400,7 +401,11 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
     }
   }
   std::vector<Message> messages(static_cast<std::size_t>(t.processes()));
-  t.agree(&message, sizeof message, messages.data(), cancelled_);
+  t.agree(&message, sizeof message, messages.data());
+  struct EndCall {  // on every way out, after the data movement
+    CollectiveTransport& t;
+    ~EndCall() { t.end_call(); }
+  } end_call{t};
   // Every process now holds every account: the same decision everywhere.
   for (const Message& m : messages)
     if (m.header.error_kind != 0) throw_error(static_cast<ErrorKind>(m.header.error_kind), text_of(m.header));

@@ -132,5 +132,90 @@ TEST(MpiCollectives, AnErrorOnOneRankWakesTheRanksWaitingInAllreduce) {
   EXPECT_EQ(out.fetch<double>(), 8.0);
 }
 
+// A node that finishes its share without a collective that the other nodes of its world make: the
+// waiting ranks get its end of share instead of an account, and every rank throws the same error.
+TEST(MpiCollectives, ANodeThatSkipsACollectiveIsOneErrorEverywhereNotAHang) {
+  MpiSession probe;
+  if (probe.size() < 2) GTEST_SKIP() << "needs the skipping node alone on a rank of its own";
+  MpiSessionOptions options;
+  options.node_ranks["skips"] = probe.size() - 1;
+  for (int r = 0; r + 1 < probe.size(); ++r) options.node_ranks[testing::collective_node(r)] = r;
+  MpiSession session(options);
+  std::vector<std::string> nodes;
+  for (int r = 0; r + 1 < probe.size(); ++r) nodes.push_back(testing::collective_node(r));
+  nodes.push_back("skips");
+  TaskGroup tg([&] {
+    for (const std::string& node : nodes)
+      Node(node, [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          if (node != "skips") ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+        });
+      });
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = what_of([&] { session.run(tg); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(contains(what, "finished their share of the run without making this call")) << what;
+  // The next run's worlds work.
+  TaskOutput out;
+  TaskGroup ok([&] {
+    for (const std::string& node : nodes)
+      Node(node, [&] {
+        Task([&] {
+          const BlobRef cw = ops::op("CreateCommonWorld", {}, {BlobRef("cw")})[0];
+          const BlobRef y = ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")})[0];
+          if (node == "skips") out = final_output(y);
+        });
+      });
+  });
+  session.run(ok);
+  EXPECT_EQ(out.fetch<double>(), static_cast<double>(nodes.size()));
+}
+
+// A node outside the world fails while the world's nodes run Allreduces too large to travel with the
+// agreement: wherever each rank is (waiting for the others' accounts, or moving data), every rank ends
+// with that error, never stuck in a data movement that a rank which stopped will not make. Five runs,
+// each stopping at another moment.
+TEST(MpiCollectives, AFailureDuringLargeAllreducesNeverLeavesARankInTheDataMovement) {
+  MpiSession probe;
+  MpiSessionOptions options;
+  options.node_ranks["fails"] = 0;
+  for (int r = 0; r < probe.size(); ++r) options.node_ranks[testing::collective_node(r)] = r;
+  MpiSession session(options);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    SCOPED_TRACE(attempt);
+    TaskGroup tg([&] {
+      Node("fails", [&] {
+        Task([&] {
+          BlobRef total = ops::Const(int64_t{0}, {.blob_out = "total"});
+          ops::loop(5000 * (attempt + 1), [&] { ops::Add({total, ops::Const(int64_t{1})}, {total}); });
+          ops::Add({BlobRef("missing"), BlobRef("missing")}, {"y"});
+        });
+      });
+      for (int r = 0; r < probe.size(); ++r)
+        Node(testing::collective_node(r), [&] {
+          Task([&] {
+            const BlobRef cw =
+                ops::op("CreateCommonWorld", {}, {BlobRef("cw")}, {{"nodes", [&] {
+                                                                      std::vector<std::string> v;
+                                                                      for (int k = 0; k < probe.size(); ++k)
+                                                                        v.push_back(testing::collective_node(k));
+                                                                      return v;
+                                                                    }()}})[0];
+            const BlobRef x =
+                ops::op("ConstantFill", {}, {BlobRef("x")}, {{"shape", std::vector<int64_t>{4096}}, {"value", 1.0}})[0];
+            ops::loop(1000000, [&] { ops::op("Allreduce", {cw, x}, {x}, {{"reduction", std::string("max")}}); });
+          });
+        });
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const std::string what = what_of([&] { session.run(tg); });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "rank " << session.rank();
+    EXPECT_TRUE(contains(what, "rank 0 > node \"fails\"")) << what;
+    EXPECT_TRUE(contains(what, "missing")) << what;
+  }
+}
+
 }  // namespace
 }  // namespace moka

@@ -30,17 +30,22 @@ std::string_view reduction_name(Reduction r);
 /// @brief The part of a collective that crosses processes, for a common world whose nodes live in
 /// several processes (moka::mpi implements it over an MPI communicator of those processes).
 ///
-/// Processes are numbered 0..processes()-1. agree() is the only wait on other processes that may last
-/// (a process still running other work): it must return or throw Cancelled once `cancelled` is set. The
-/// data movements run only after an agree() that every process passed, so they are bounded.
+/// Processes are numbered 0..processes()-1. A call is agree(), then (when it returned) at most one data
+/// movement, then end_call(). agree() is the only wait on other processes that may last (a process
+/// still running other work): it returns once every process gave its account of this call, or throws —
+/// the same error on every process — when a process's share of the run ended instead (Cancelled when
+/// that share stopped, InvalidInput when it finished without making the call). The data movements run
+/// only after an agree() that every process passed, so they are bounded.
 /// Thread-safety: one call at a time per transport, in the same order in every process.
 class CollectiveTransport {
  public:
   virtual ~CollectiveTransport() = default;
   virtual int process() const noexcept = 0;
   virtual int processes() const noexcept = 0;
-  /// Every process's `bytes` bytes, by process, into `all` (processes() * bytes).
-  virtual void agree(const void* mine, std::size_t bytes, void* all, const std::atomic<bool>& cancelled) = 0;
+  /// Every process's `bytes` bytes, by process, into `all` (processes() * bytes). Ends the call when it throws.
+  virtual void agree(const void* mine, std::size_t bytes, void* all) = 0;
+  /// The call that agree() started is over (after its data movement, if any).
+  virtual void end_call() noexcept = 0;
   /// In place: `data` (count elements of dtype) combined element by element across processes.
   virtual void allreduce(void* data, std::size_t count, DType dtype, Reduction r) = 0;
   /// `root`'s bytes into every process's `data`.
