@@ -112,23 +112,49 @@ struct Header {
   int32_t first_member;
   uint64_t shape_digest;
   uint64_t nbytes;
-  char text[216];  // the tensor ("float32[2,3]") or the error, cut to fit
+  uint64_t payload_bytes;  // string tensors: the bytes of their packed strings (pack_strings)
+  char text[208];          // the tensor ("float32[2,3]") or the error, cut to fit
 };
 static_assert(sizeof(Header) == 256);
 
-// What a process sends in a call's agreement: its account and, when the call's data is this small, the
-// data too, so that a small collective is one exchange between processes, not two.
+// Data of at most this many bytes travels with a call's agreement between processes.
 constexpr std::size_t kInlineBytes = 256;
-struct Message {
-  Header header;
-  std::byte data[kInlineBytes];
-};
 
 void put_text(Header& h, const std::string& s) {
   std::memset(h.text, 0, sizeof h.text);
   std::memcpy(h.text, s.data(), std::min(s.size(), sizeof h.text - 1));
 }
 std::string text_of(const Header& h) { return std::string(h.text, strnlen(h.text, sizeof h.text)); }
+
+// A string tensor's elements as they cross processes: each one's 8-byte length, then its bytes.
+void pack_strings(const Tensor& t, std::string& out) {
+  const std::string* v = t.data<std::string>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const uint64_t n = v[i].size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out += v[i];
+  }
+}
+// n elements from the front of `in` into out[0..n).
+void unpack_strings(std::string_view& in, std::string* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t len = 0;
+    if (in.size() < sizeof len) throw RuntimeError("collective: truncated strings from another process");
+    std::memcpy(&len, in.data(), sizeof len);
+    in.remove_prefix(sizeof len);
+    if (in.size() < len) throw RuntimeError("collective: truncated strings from another process");
+    out[i].assign(in.data(), len);
+    in.remove_prefix(len);
+  }
+}
+
+// The shape of an Allgather's output: the input's first dimension times the node count (a scalar is [1]).
+std::vector<int64_t> gathered_shape(const Tensor& in, std::size_t nodes) {
+  std::vector<int64_t> shape = in.shape();
+  if (shape.empty()) shape.push_back(1);
+  shape[0] *= static_cast<int64_t>(nodes);
+  return shape;
+}
 
 uint64_t shape_digest(const Tensor& t) {  // FNV-1a over the dimensions
   uint64_t h = 1469598103934665603ull ^ t.ndim();
@@ -137,6 +163,13 @@ uint64_t shape_digest(const Tensor& t) {  // FNV-1a over the dimensions
 }
 
 }  // namespace
+
+// What a process sends in a call's agreement: its account and, when the call's data is this small, the
+// data too, so that a small collective is one exchange between processes, not two.
+struct CommonWorld::Message {
+  Header header;
+  std::byte data[kInlineBytes];
+};
 
 std::optional<Reduction> reduction_from_name(std::string_view name) {
   if (name == "sum") return Reduction::sum;
@@ -310,11 +343,14 @@ CommonWorld::LocalCheck CommonWorld::check_local() const {
   const char* what = kind_name(static_cast<int32_t>(first.kind));
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     const Tensor& t = *slots_[s]->in;
-    if (t.dtype() == DType::String || (first.kind == Kind::allreduce && t.dtype() == DType::Bool))
+    if (first.kind == Kind::allreduce && (t.dtype() == DType::String || t.dtype() == DType::Bool))
       return {static_cast<int32_t>(ErrorKind::type),
-              fmt::format("{} on common world \"{}\": node \"{}\" gives {}, which {} does not take (numeric tensors{})",
-                          what, name_, nodes_[local_[s]], t.describe(), what,
-                          first.kind == Kind::allreduce ? "" : " and bool")};
+              fmt::format("{} on common world \"{}\": node \"{}\" gives {}, which {} does not take (numeric tensors)",
+                          what, name_, nodes_[local_[s]], t.describe(), what)};
+    if (!t.defined())
+      return {static_cast<int32_t>(ErrorKind::type),
+              fmt::format("{} on common world \"{}\": node \"{}\" gives a tensor with no dtype", what, name_,
+                          nodes_[local_[s]])};
     if (s > 0 && (t.dtype() != slots_[0]->in->dtype() || t.shape() != slots_[0]->in->shape()))
       return {
           static_cast<int32_t>(ErrorKind::invalid_input),
@@ -348,9 +384,14 @@ void CommonWorld::perform() {
       break;
     case Kind::allgather: {
       const Tensor& in0 = *c.in;
-      std::vector<int64_t> shape = in0.shape();
-      if (shape.empty()) shape.push_back(1);
-      shape[0] *= static_cast<int64_t>(nodes_.size());
+      const std::vector<int64_t> shape = gathered_shape(in0, nodes_.size());
+      if (in0.dtype() == DType::String) {
+        value.resize(DType::String, shape);
+        for (std::size_t s = 0; s < slots_.size(); ++s)
+          std::copy(slots_[s]->in->data<std::string>(), slots_[s]->in->data<std::string>() + in0.numel(),
+                    value.mutable_data<std::string>() + static_cast<int64_t>(s) * in0.numel());
+        break;
+      }
       value.resize_for_overwrite(in0.dtype(), shape);
       const std::size_t block = in0.nbytes();
       for (std::size_t s = 0; s < slots_.size(); ++s)
@@ -380,11 +421,22 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
     mine.nbytes = c.in->nbytes();
     put_text(mine, c.in->describe());
   }
+  // String tensors cross packed (Broadcast: the root's, on its process; Allgather: this process's nodes'
+  // in node order), inline when the packed bytes fit.
+  std::string packed;
+  if (check.error_kind == 0 && c.in != nullptr && c.in->dtype() == DType::String) {
+    if (c.kind == Kind::broadcast && process_of_[c.param] == t.process())
+      pack_strings(*slots_[slot_of_[c.param]]->in, packed);
+    if (c.kind == Kind::allgather)
+      for (const auto& slot : slots_) pack_strings(*slot->in, packed);
+    mine.payload_bytes = packed.size();
+    if (packed.size() <= kInlineBytes && !packed.empty()) std::memcpy(message.data, packed.data(), packed.size());
+  }
   // This process's data, inline when it fits (the decision after the agreement is the same everywhere:
   // every process's size follows from the agreed shape and the node -> process map).
   const std::size_t block = (check.error_kind == 0 && c.in != nullptr) ? c.in->nbytes() : 0;
   const std::size_t my_block = c.kind == Kind::allgather ? block * slots_.size() : block;
-  if (check.error_kind == 0 && c.in != nullptr && my_block <= kInlineBytes) {
+  if (check.error_kind == 0 && c.in != nullptr && c.in->dtype() != DType::String && my_block <= kInlineBytes) {
     if (c.kind == Kind::allreduce) {
       if (slots_.size() == 1) {
         if (block) std::memcpy(message.data, c.in->raw_data(), block);
@@ -424,6 +476,7 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
           "dtype and shape",
           kind_name(h0.kind), name_, nodes_[h0.first_member], text_of(h0), nodes_[h.first_member], text_of(h)));
   }
+  if (c.kind != Kind::barrier && c.in->dtype() == DType::String) return gather_strings(messages, packed);
   std::vector<const std::byte*> inline_data;
   for (const Message& m : messages) inline_data.push_back(m.data);
   if (perform_inline(inline_data)) return;
@@ -460,10 +513,7 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
       for (std::size_t p = 1; p < messages.size(); ++p) start[p] = start[p - 1] + bytes_of[p - 1];
       std::string gathered(start.back() + bytes_of.back(), '\0');
       t.allgatherv(local.data(), gathered.data(), bytes_of);
-      std::vector<int64_t> shape = c.in->shape();
-      if (shape.empty()) shape.push_back(1);
-      shape[0] *= static_cast<int64_t>(nodes_.size());
-      value.resize_for_overwrite(c.in->dtype(), shape);
+      value.resize_for_overwrite(c.in->dtype(), gathered_shape(*c.in, nodes_.size()));
       std::vector<std::size_t> next = start;  // each process's block holds its nodes in node order
       for (std::size_t i = 0; i < nodes_.size(); ++i) {
         const auto p = static_cast<std::size_t>(process_of_[i]);
@@ -474,6 +524,47 @@ void CommonWorld::perform_across_processes(const LocalCheck& check) {
     }
     case Kind::barrier:
       return;
+  }
+  for (const auto& s : slots_) s->out->copy_from(value);
+}
+
+// Broadcast or Allgather of string tensors across processes, after the agreement: the packed strings of
+// the root's process, or of every process, inline in the messages or moved by the transport.
+void CommonWorld::gather_strings(const std::vector<Message>& messages, std::string& packed) {
+  CollectiveTransport& t = *transport_;
+  const Call& c = *slots_[0];
+  std::vector<std::size_t> bytes_of;
+  for (const Message& m : messages) bytes_of.push_back(m.header.payload_bytes);
+  Tensor value;
+  if (c.kind == Kind::broadcast) {
+    const auto root = static_cast<std::size_t>(process_of_[c.param]);
+    std::string from(bytes_of[root], '\0');
+    if (bytes_of[root] <= kInlineBytes)
+      std::memcpy(from.data(), messages[root].data, bytes_of[root]);
+    else if (static_cast<int>(root) == t.process())
+      from = packed;
+    if (bytes_of[root] > kInlineBytes) t.broadcast(from.data(), from.size(), static_cast<int>(root));
+    value.resize(DType::String, c.in->shape());
+    std::string_view in(from);
+    unpack_strings(in, value.mutable_data<std::string>(), value.numel());
+  } else {
+    const bool all_inline =
+        std::all_of(bytes_of.begin(), bytes_of.end(), [](std::size_t n) { return n <= kInlineBytes; });
+    std::vector<std::size_t> start(bytes_of.size(), 0);
+    for (std::size_t p = 1; p < bytes_of.size(); ++p) start[p] = start[p - 1] + bytes_of[p - 1];
+    std::string gathered(start.back() + bytes_of.back(), '\0');
+    if (all_inline) {
+      for (std::size_t p = 0; p < messages.size(); ++p)
+        if (bytes_of[p]) std::memcpy(gathered.data() + start[p], messages[p].data, bytes_of[p]);
+    } else {
+      t.allgatherv(packed.data(), gathered.data(), bytes_of);
+    }
+    value.resize(DType::String, gathered_shape(*c.in, nodes_.size()));
+    std::vector<std::string_view> rest;  // each process's block holds its nodes in node order
+    for (std::size_t p = 0; p < bytes_of.size(); ++p) rest.emplace_back(gathered.data() + start[p], bytes_of[p]);
+    const int64_t per = c.in->numel();
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      unpack_strings(rest[static_cast<std::size_t>(process_of_[i])], value.mutable_data<std::string>() + i * per, per);
   }
   for (const auto& s : slots_) s->out->copy_from(value);
 }
@@ -507,10 +598,7 @@ bool CommonWorld::perform_inline(std::span<const std::byte* const> data) {
       if (block) std::memcpy(value.raw_mutable_data(), data[static_cast<std::size_t>(process_of_[c.param])], block);
       break;
     case Kind::allgather: {
-      std::vector<int64_t> shape = c.in->shape();
-      if (shape.empty()) shape.push_back(1);
-      shape[0] *= static_cast<int64_t>(nodes_.size());
-      value.resize_for_overwrite(c.in->dtype(), shape);
+      value.resize_for_overwrite(c.in->dtype(), gathered_shape(*c.in, nodes_.size()));
       std::vector<std::size_t> next(data.size(), 0);  // each process's block holds its nodes in node order
       for (std::size_t i = 0; i < nodes_.size(); ++i) {
         const auto p = static_cast<std::size_t>(process_of_[i]);

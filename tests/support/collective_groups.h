@@ -28,6 +28,12 @@ inline std::string collective_node(int i) { return "n" + std::to_string(i); }
 /// Node i's input: three values that differ by node (and fit every dtype, uint8 and int8 included).
 inline std::vector<double> node_input(int i) { return {double(i + 1), double(2 * i + 3), i % 2 ? 1.0 : 4.0}; }
 
+/// Node i's strings: its name and a run of one letter, 3 * tiles long (a hundred tiles make the packed
+/// strings too long to travel with the agreement between processes).
+inline std::vector<std::string> node_strings(int i, int tiles = 1) {
+  return {collective_node(i), std::string(static_cast<std::size_t>(3 * tiles), static_cast<char>('a' + i))};
+}
+
 /// The values of v, `times` times over.
 inline std::vector<double> tiled(const std::vector<double>& v, int times) {
   std::vector<double> out;
@@ -36,7 +42,8 @@ inline std::vector<double> tiled(const std::vector<double>& v, int times) {
 }
 
 /// @brief `nodes` nodes, one task each: a common world of all of them, every reduction of every dtype
-/// (one of them in place), a Broadcast from the last node, an Allgather, a Barrier, and a world of the
+/// (one of them in place), a Broadcast from the last node and an Allgather of every dtype and of
+/// strings, a Barrier, and a world of the
 /// even nodes only that runs an Allreduce too. The inputs are node_input(i) `tiles` times over (a
 /// hundred tiles make every tensor too large to travel with the agreement between processes).
 inline CollectiveOutputs run_every_collective(Session& session, int nodes, int tiles = 1) {
@@ -58,6 +65,10 @@ inline CollectiveOutputs run_every_collective(Session& session, int nodes, int t
                 final_output(ops::op("Broadcast", {cw, x}, {BlobRef("b_" + t)}, {{"root", int64_t{nodes - 1}}})[0]);
             outs[node + "/allgather_" + t] = final_output(ops::op("Allgather", {cw, x}, {BlobRef("g_" + t)})[0]);
           }
+          const BlobRef text = ops::Const(node_strings(i, tiles), {.blob_out = "x_string"});
+          outs[node + "/broadcast_string"] =
+              final_output(ops::op("Broadcast", {cw, text}, {BlobRef("b_string")}, {{"root", int64_t{nodes - 1}}})[0]);
+          outs[node + "/allgather_string"] = final_output(ops::op("Allgather", {cw, text}, {BlobRef("g_string")})[0]);
           const BlobRef y = ops::Const(tiled(node_input(i), tiles), {.blob_out = "y", .dtype = DType::Float});
           outs[node + "/inplace"] = final_output(ops::op("Allreduce", {cw, y}, {y})[0]);
           ops::op("Barrier", {cw}, std::vector<BlobRef>{});
@@ -142,6 +153,11 @@ inline CollectiveOutputs expected_every_collective(int nodes) {
         for (double v : node_input(k)) gathered.push_back(v);
       want[node + "/allgather_" + t] = expected_tensor(d, gathered, {3 * int64_t{nodes}});
     }
+    want[node + "/broadcast_string"] = Tensor::vector(node_strings(nodes - 1));
+    std::vector<std::string> texts;
+    for (int k = 0; k < nodes; ++k)
+      for (const std::string& t : node_strings(k)) texts.push_back(t);
+    want[node + "/allgather_string"] = Tensor::vector(texts);
     std::vector<double> sum(3, 0.0);
     for (int k = 0; k < nodes; ++k)
       for (std::size_t e = 0; e < 3; ++e) sum[e] += node_input(k)[e];

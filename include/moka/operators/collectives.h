@@ -107,6 +107,8 @@ class CommonWorld {
   void combine_local(Tensor& acc) const;
   void perform_across_processes(const LocalCheck& check);
   bool perform_inline(std::span<const std::byte* const> data);
+  struct Message;
+  void gather_strings(const std::vector<Message>& messages, std::string& packed);
   template <class Pred>
   void wait(std::unique_lock<std::mutex>& lk, Pred ready);
   [[noreturn]] void throw_cancelled() const;

@@ -108,9 +108,9 @@ TEST(Collectives, DifferentCollectivesOnOneWorldAreAnError) {
 TEST(Collectives, StringsAndBoolsAreTypeErrorsWhereTheyDoNotFit) {
   LocalSession session;
   TaskGroup strings = group_of(2, [](int, const BlobRef& cw) {
-    ops::op("Allgather", {cw, ops::Const(std::string("a"))}, {BlobRef("y")});
+    ops::op("Allreduce", {cw, ops::Const(std::string("a"))}, {BlobRef("y")});
   });
-  EXPECT_TRUE(contains(error_of<TypeError>([&] { session.run(strings); }), "Allgather does not take")) << "";
+  EXPECT_TRUE(contains(error_of<TypeError>([&] { session.run(strings); }), "Allreduce does not take")) << "";
   TaskGroup bools = group_of(2, [](int, const BlobRef& cw) {
     ops::op("Allreduce", {cw, ops::Const(true)}, {BlobRef("y")});
   });
