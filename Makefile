@@ -33,7 +33,7 @@ help:
 	@echo "make build   release build only"
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
-	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/"
+	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/ (collectives_bench under mpirun, 2 and 4 ranks)"
 	@echo "make fuzz    libFuzzer build, then the fuzzers ($(FUZZ_TARGETS)), FUZZ_SECONDS=$(FUZZ_SECONDS) each"
 	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run"
 	@echo "make format  reformat every tracked C++ file with clang-format (.clang-format)"
@@ -73,7 +73,12 @@ tsan: bootstrap
 bench: build
 	@set -e; found=0; \
 	for b in $$(find $(RELEASE_DIR)/bench -maxdepth 2 -type f -executable 2>/dev/null | grep -v CMakeFiles | sort); do \
-	  found=1; echo "== $$b"; "$$b"; \
+	  found=1; echo "== $$b"; \
+	  case "$$b" in \
+	    */collectives_bench) for n in 2 4; do \
+	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np $$n "$$b"; done ;; \
+	    *) "$$b" ;; \
+	  esac; \
 	done; \
 	if [ $$found = 0 ]; then echo "no benchmark binaries in $(RELEASE_DIR)/bench/"; fi
 
