@@ -95,6 +95,13 @@ std::vector<uint64_t> MpiComm::allgather(uint64_t value) const {
   return all;
 }
 
+std::vector<uint64_t> MpiComm::allgather(uint64_t a, uint64_t b) const {
+  const uint64_t mine[2] = {a, b};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(size_));
+  check_mpi(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_), "MPI_Allgather");
+  return all;
+}
+
 namespace {
 int as_count(size_t n) {
   if (n > static_cast<size_t>(std::numeric_limits<int>::max()))

@@ -44,6 +44,8 @@ class MpiComm {
   int size() const noexcept { return size_; }  ///< not collective
   /// Every rank's value, by rank.
   std::vector<uint64_t> allgather(uint64_t value) const;
+  /// Every rank's two values, by rank: {a0, b0, a1, b1, ...}.
+  std::vector<uint64_t> allgather(uint64_t a, uint64_t b) const;
   /// Every rank's string, by rank (strings of any length).
   std::vector<std::string> allgather(const std::string& value) const;
   /// The same when every rank knows every rank's length already (`sizes`, by rank).

@@ -147,6 +147,7 @@ struct MpiSession::State {
   std::map<std::string, int> ranks;    // every node with a rank: node_ranks, then those runs assigned
   int64_t next_default = 0;            // how many nodes the default rule placed
   bool closed = false;
+  bool verify_next_run = false;  // after a failed run: compare definitions again before making worlds
 
   void check_open() const {
     if (closed) throw InvalidInput("Session is closed.");
@@ -168,7 +169,7 @@ struct MpiSession::State {
   }
 
   // Same program, same answer: the ranks compare the digest of the definition (and of moka's version).
-  void verify(const detail::CompiledRunnable& c) const {
+  void verify(detail::CompiledRunnable& c) const {
     std::string listing = fmt::format("group\t{}\n", c.def.name);
     for (const NodePlanDef& n : c.def.nodes) {
       TaskGroupDef one;
@@ -176,7 +177,8 @@ struct MpiSession::State {
       listing += fmt::format("{}\t{:016x}\n", n.node, digest_of(to_json(one, -1)));
     }
     listing += fmt::format("moka version\t{}", MOKA_VERSION_STRING);
-    const std::vector<uint64_t> digests = comm.allgather(digest_of(listing));
+    c.digest = digest_of(listing);
+    const std::vector<uint64_t> digests = comm.allgather(c.digest);
     if (std::all_of(digests.begin(), digests.end(), [&](uint64_t d) { return d == digests.front(); })) return;
     const std::vector<std::string> listings = comm.allgather(listing);
     std::vector<int> same, other;
@@ -190,9 +192,10 @@ struct MpiSession::State {
 
   void run_compiled(detail::CompiledRunnable& c) {
     check_open();
-    if (!c.checked) {
+    if (!c.checked || verify_next_run) {
       verify(c);
       c.checked = true;
+      verify_next_run = false;
     }
     for (const NodePlanDef& n : c.def.nodes) place(n.node);
     collectives->prepare(c.def, [this](const std::string& node) { return rank_of(node); });
@@ -257,8 +260,17 @@ struct MpiSession::State {
     if (!stopped_here && !c.outputs.empty()) description = describe_outputs(c);
     // Every rank learns who failed and who sent notices; the notices are drained; then the same
     // outcome on every rank: the first failure that is not a cancellation, else the first one.
-    const std::vector<uint64_t> status = comm.allgather(uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u) |
-                                                        (static_cast<uint64_t>(description.size()) << 2));
+    // With it goes the digest of the runnable each rank ran: ranks that ran different ones (a
+    // program whose ranks call runs in different orders) fail together.
+    const std::vector<uint64_t> words = comm.allgather(
+        uint64_t{error.empty() ? 0u : 1u} | (notify ? 2u : 0u) | (static_cast<uint64_t>(description.size()) << 2),
+        c.digest);
+    std::vector<uint64_t> status(static_cast<size_t>(comm.size()));
+    std::vector<int> same, other;
+    for (int r = 0; r < comm.size(); ++r) {
+      status[r] = words[2 * static_cast<size_t>(r)];
+      (words[2 * static_cast<size_t>(r) + 1] == words[1] ? same : other).push_back(r);
+    }
     int expected = 0;
     bool any_failed = false;
     for (int r = 0; r < comm.size(); ++r) {
@@ -266,8 +278,17 @@ struct MpiSession::State {
       any_failed = any_failed || (status[r] & 1u);
     }
     notices.drain(expected);
+    if (!other.empty()) {
+      collectives->reset();
+      verify_next_run = true;
+      throw InvalidInput(fmt::format(
+          "MpiSession: the ranks ran different runnables in one run (every rank must run the same runnables in the "
+          "same order): ranks {} ran rank 0's, ranks {} another",
+          fmt::join(same, ","), fmt::join(other, ",")));
+    }
     if (any_failed) {
-      collectives->reset();  // the next run starts on fresh communicators
+      collectives->reset();    // the next run starts on fresh communicators,
+      verify_next_run = true;  // made only once the ranks compared what they run
       const std::vector<std::string> errors = comm.allgather(error);
       std::optional<int> failed;
       for (int r = 0; r < comm.size(); ++r) {

@@ -25,6 +25,7 @@ struct CompiledRunnable {
   uint64_t serial = 0;                          // process-wide unique: the source its outputs are set with
   std::unique_ptr<PreparedTaskGroup> prepared;  // made by the session's first run
   bool checked = false;                         // the session's own checks before a first run passed
+  uint64_t digest = 0;                          // of the definition, as those checks computed it (MpiSession)
   std::shared_ptr<void> session_data;           // what the session keeps with it (MpiSession: fetched outputs)
 };
 

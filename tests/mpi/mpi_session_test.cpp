@@ -121,6 +121,23 @@ TEST(MpiSession, OutputsOfEveryDtypeReachEveryRank) {
 
 // A numeric output crosses as raw bytes into the previous run's buffer: each run's value arrives whole
 // whether it grows, shrinks or empties, and a value fetched earlier keeps what it had.
+// Runnables that every rank checked before, run in different orders: the run fails on every rank
+// with one error, and the session goes on.
+TEST(MpiSession, RanksThatRunDifferentRunnablesInOneRunFailTogether) {
+  MpiSession session;
+  if (session.size() < 2) GTEST_SKIP() << "needs two ranks";
+  TaskOutput from_a;
+  TaskGroup a([&] { Node("a", [&] { Task([&] { from_a = final_output(ops::Const(int64_t{1})); }); }); });
+  TaskGroup b([&] { Node("b", [&] { Task([&] { ops::Const(int64_t{2}); }); }); });
+  session.run(a);
+  session.run(b);
+  const std::string what = error_of<InvalidInput>([&] { session.rank() == 0 ? session.run(a) : session.run(b); });
+  EXPECT_TRUE(contains(what, "ran different runnables in one run")) << what;
+  EXPECT_TRUE(contains(what, "ranks 0 ran rank 0's")) << what;
+  session.run(a);
+  EXPECT_EQ(from_a.fetch<int64_t>(), 1);
+}
+
 TEST(MpiSession, OutputsOfEveryRunArriveWholeWhateverTheirSize) {
   MpiSessionOptions options;
   MpiSession probe;
