@@ -17,6 +17,19 @@ void CollectiveService::begin_run(std::vector<std::string> nodes) {
   group_nodes_ = std::move(nodes);
   joins_.clear();
   pending_.clear();
+  finished_nodes_.clear();
+  run_worlds_.clear();
+}
+
+void CollectiveService::node_finished(const std::string& node) {
+  std::vector<std::shared_ptr<CommonWorld>> worlds;
+  {
+    std::lock_guard lk(mu_);
+    finished_nodes_.push_back(node);
+    for (const auto& w : run_worlds_)
+      if (auto world = w.lock()) worlds.push_back(std::move(world));
+  }
+  for (const auto& world : worlds) world->member_finished(world->index_of(node));
 }
 
 std::vector<std::string> CollectiveService::group_nodes() const {
@@ -45,6 +58,8 @@ CommonWorldHandle CollectiveService::join(const std::string& node, const std::st
     Pending p;
     p.world = std::make_shared<CommonWorld>(name, nodes, std::move(process_of), std::move(transport));
     p.remaining = static_cast<int>(p.world->local_members().size());
+    for (const std::string& done : finished_nodes_) p.world->member_finished(p.world->index_of(done));
+    run_worlds_.push_back(p.world);
     it = pending_.emplace(key, std::move(p)).first;
   }
   CommonWorldHandle handle{it->second.world, static_cast<int>(member - nodes.begin())};

@@ -243,6 +243,20 @@ void CommonWorld::cancel() {
   cv_.notify_all();
 }
 
+void CommonWorld::member_finished(int member) {
+  if (member < 0 || member >= static_cast<int>(nodes_.size()) || slot_of_[member] < 0) return;
+  std::lock_guard lk(mu_);
+  if (finished_ < 0) finished_ = member;
+  cv_.notify_all();
+}
+
+void CommonWorld::throw_finished(int member, const Call& call) const {
+  throw InvalidInput(fmt::format(
+      "common world \"{}\": node \"{}\" calls {}, but node \"{}\" finished its share of the run without making "
+      "it; every node must make the same collectives in the same order",
+      name_, nodes_[member], describe_call(static_cast<int32_t>(call.kind), call.param), nodes_[finished_]));
+}
+
 void CommonWorld::throw_cancelled() const {
   throw Cancelled(
       fmt::format("common world \"{}\" was cancelled (an error elsewhere, or a stop); a new "
@@ -277,6 +291,7 @@ void CommonWorld::collective(int member, const Call& call) {
   std::unique_lock lk(mu_);
   wait(lk, [&] { return phase_ == Phase::gathering; });
   if (cancelled_.load()) throw_cancelled();
+  if (finished_ >= 0) throw_finished(member, call);
   if (slots_[slot])
     throw RuntimeError(
         fmt::format("common world \"{}\": node \"{}\" made a second collective call before its first "
@@ -307,11 +322,12 @@ void CommonWorld::collective(int member, const Call& call) {
     phase_ = Phase::leaving;
     cv_.notify_all();
   } else {
-    wait(lk, [&] { return phase_ == Phase::leaving; });
-    if (phase_ == Phase::gathering) {  // cancelled before every node of this process arrived
+    wait(lk, [&] { return phase_ == Phase::leaving || finished_ >= 0; });
+    if (phase_ == Phase::gathering) {  // cancelled, or a node finished, before every node of this process arrived
       slots_[slot].reset();
       --arrived_;
-      throw_cancelled();
+      if (cancelled_.load()) throw_cancelled();
+      throw_finished(member, call);
     }
     // Working: the node doing the round finishes it (its cross-process wait ends once every process
     // answered; a process whose share stops answers with that).

@@ -80,6 +80,7 @@ void PreparedTaskGroup::run(const RunOptions& options) {
   if (group_.nodes.empty()) return;
   if (group_.nodes.size() == 1) {
     with_node_context(group_.nodes[0].node, [&] { plans_[0]->run(options); });
+    workspaces_.collectives().node_finished(group_.nodes[0].node);
     return;
   }
 
@@ -100,10 +101,12 @@ void PreparedTaskGroup::run(const RunOptions& options) {
   for (std::size_t i = 0; i < group_.nodes.size(); ++i) {
     PreparedPlan* plan = plans_[i].get();
     const std::string* node = &group_.nodes[i].node;
-    detail::WorkerPool::global().submit([state, token, plan, node, node_options] {
+    CollectiveService* collectives = &workspaces_.collectives();
+    detail::WorkerPool::global().submit([state, token, plan, node, node_options, collectives] {
       std::exception_ptr error;
       try {
         with_node_context(*node, [&] { plan->run(node_options); });
+        collectives->node_finished(*node);  // the node's worlds stop waiting for it
       } catch (...) {
         error = std::current_exception();
       }

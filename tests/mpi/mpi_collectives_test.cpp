@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -133,16 +134,17 @@ TEST(MpiCollectives, AnErrorOnOneRankWakesTheRanksWaitingInAllreduce) {
 }
 
 // A node that finishes its share without a collective that the other nodes of its world make: the
-// waiting ranks get its end of share instead of an account, and every rank throws the same error.
+// waiting ranks get its rank's end of share instead of an account (at one rank, the world hears of the
+// node's end), and every rank throws the same error.
 TEST(MpiCollectives, ANodeThatSkipsACollectiveIsOneErrorEverywhereNotAHang) {
-  MpiSession probe;
-  if (probe.size() < 2) GTEST_SKIP() << "needs the skipping node alone on a rank of its own";
+  MpiSession probe;  // at one rank every node is local, and the world learns it from the node's end
   MpiSessionOptions options;
   options.node_ranks["skips"] = probe.size() - 1;
-  for (int r = 0; r + 1 < probe.size(); ++r) options.node_ranks[testing::collective_node(r)] = r;
+  const int others = std::max(1, probe.size() - 1);
+  for (int r = 0; r < others; ++r) options.node_ranks[testing::collective_node(r)] = r % probe.size();
   MpiSession session(options);
   std::vector<std::string> nodes;
-  for (int r = 0; r + 1 < probe.size(); ++r) nodes.push_back(testing::collective_node(r));
+  for (int r = 0; r < others; ++r) nodes.push_back(testing::collective_node(r));
   nodes.push_back("skips");
   TaskGroup tg([&] {
     for (const std::string& node : nodes)
@@ -156,7 +158,7 @@ TEST(MpiCollectives, ANodeThatSkipsACollectiveIsOneErrorEverywhereNotAHang) {
   const auto start = std::chrono::steady_clock::now();
   const std::string what = what_of([&] { session.run(tg); });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  EXPECT_TRUE(contains(what, "finished their share of the run without making this call")) << what;
+  EXPECT_TRUE(contains(what, "share of the run without making")) << what;
   // The next run's worlds work.
   TaskOutput out;
   TaskGroup ok([&] {

@@ -88,6 +88,9 @@ class CommonWorld {
   /// Returns once every node called it.
   void barrier(int member);
   void cancel();
+  /// Node `member` (of this process) finished its share of the run: it makes no more calls, so a call
+  /// that waits for it, now or later, is an InvalidInput naming it (not a wait for ever).
+  void member_finished(int member);
 
  private:
   enum class Kind : int32_t { allreduce = 1, broadcast = 2, allgather = 3, barrier = 4 };
@@ -112,6 +115,7 @@ class CommonWorld {
   template <class Pred>
   void wait(std::unique_lock<std::mutex>& lk, Pred ready);
   [[noreturn]] void throw_cancelled() const;
+  [[noreturn]] void throw_finished(int member, const Call& call) const;
 
   const std::string name_;
   const std::vector<std::string> nodes_;
@@ -126,6 +130,7 @@ class CommonWorld {
   enum class Phase { gathering, working, leaving } phase_ = Phase::gathering;
   int arrived_ = 0;
   int left_ = 0;
+  int finished_ = -1;  // the first member of this process that finished its share of the run
   std::vector<std::optional<Call>> slots_;  // by position in local_
   std::string error_;                       // of the round being left
   int32_t error_kind_ = 0;
@@ -156,6 +161,9 @@ class CollectiveService {
   std::vector<std::string> group_nodes() const;
   /// Node `node`'s handle on its next world named `name` over `nodes` (which must include node).
   CommonWorldHandle join(const std::string& node, const std::string& name, const std::vector<std::string>& nodes);
+  /// Node `node` finished its share of the run (its plan returned): every world of the run it belongs
+  /// to, made already or later, knows it will make no more calls.
+  void node_finished(const std::string& node);
 
  protected:
   /// The process of each of nodes, and the transport between those processes (null: all are this one).
@@ -175,6 +183,8 @@ class CollectiveService {
   // (name, nodes) -> per node, how many worlds of it the node joined; and worlds not yet joined by all.
   std::map<std::pair<std::string, std::vector<std::string>>, std::map<std::string, int64_t>> joins_;
   std::map<std::tuple<std::string, std::vector<std::string>, int64_t>, Pending> pending_;
+  std::vector<std::string> finished_nodes_;               // this run's
+  std::vector<std::weak_ptr<CommonWorld>> run_worlds_;  // made this run
 };
 
 /// @brief What the collective operators of a workspace know of their node: its name and its session's

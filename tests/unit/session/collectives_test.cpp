@@ -105,6 +105,37 @@ TEST(Collectives, DifferentCollectivesOnOneWorldAreAnError) {
   EXPECT_TRUE(contains(what, "calls Broadcast (root 0)")) << what;
 }
 
+// A node that finishes without a collective the others make: whether they are already waiting in it
+// (n1 after a loop) or get there after it finished (n2, slower still), the run fails with an error
+// naming it, instead of waiting for ever. And a node that makes one call more than the rest fails too.
+TEST(Collectives, ANodeThatFinishesWithoutACallIsAnErrorNotAHang) {
+  LocalSession session;
+  TaskGroup skipped = group_of(3, [](int i, const BlobRef& cw) {
+    if (i == 2) {
+      BlobRef total = ops::Const(int64_t{0}, {.blob_out = "total"});
+      ops::loop(20000, [&] { ops::Add({total, ops::Const(int64_t{1})}, {total}); });
+    }
+    if (i != 0) ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+  });
+  std::string what = error_of<InvalidInput>([&] { session.run(skipped); });
+  EXPECT_TRUE(contains(what, "but node \"n0\" finished its share of the run without making it")) << what;
+  EXPECT_TRUE(contains(what, "calls Allreduce (sum)")) << what;
+  TaskGroup extra = group_of(2, [](int i, const BlobRef& cw) {
+    ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+    if (i == 1) ops::op("Barrier", {cw}, std::vector<BlobRef>{});
+  });
+  what = error_of<InvalidInput>([&] { session.run(extra); });
+  EXPECT_TRUE(contains(what, "node \"n1\" calls Barrier, but node \"n0\" finished")) << what;
+  // The session goes on.
+  TaskOutput out;
+  TaskGroup ok = group_of(2, [&](int i, const BlobRef& cw) {
+    const BlobRef y = ops::op("Allreduce", {cw, ops::Const(2.0)}, {BlobRef("y")})[0];
+    if (i == 0) out = final_output(y);
+  });
+  session.run(ok);
+  EXPECT_EQ(out.fetch<double>(), 4.0);
+}
+
 TEST(Collectives, StringsAndBoolsAreTypeErrorsWhereTheyDoNotFit) {
   LocalSession session;
   TaskGroup strings = group_of(2, [](int, const BlobRef& cw) {
