@@ -130,7 +130,7 @@ class CommonWorld {
   enum class Phase { gathering, working, leaving } phase_ = Phase::gathering;
   int arrived_ = 0;
   int left_ = 0;
-  int finished_ = -1;  // the first member of this process that finished its share of the run
+  int finished_ = -1;                       // the first member of this process that finished its share of the run
   std::vector<std::optional<Call>> slots_;  // by position in local_
   std::string error_;                       // of the round being left
   int32_t error_kind_ = 0;
@@ -183,7 +183,7 @@ class CollectiveService {
   // (name, nodes) -> per node, how many worlds of it the node joined; and worlds not yet joined by all.
   std::map<std::pair<std::string, std::vector<std::string>>, std::map<std::string, int64_t>> joins_;
   std::map<std::tuple<std::string, std::vector<std::string>, int64_t>, Pending> pending_;
-  std::vector<std::string> finished_nodes_;               // this run's
+  std::vector<std::string> finished_nodes_;             // this run's
   std::vector<std::weak_ptr<CommonWorld>> run_worlds_;  // made this run
 };
 
