@@ -355,9 +355,6 @@ struct MpiSession::State {
   // Numeric outputs of at most this many bytes travel in the description.
   static constexpr size_t kInlineOutputBytes = 64 * 1024;
 
-  // Whether a description says that the tensor's bytes follow it (a numeric tensor too large to travel in it).
-  static bool bytes_follow(const std::string& record) { return !record.empty() && record[0] == 'L'; }
-
   // On the owner: how the output crosses — an error, a serialized string tensor, or a numeric tensor's
   // dtype and shape with its bytes ('R') or without them, for bytes that follow ('L').
   static std::string describe_output(const NodeWorkspaces& nodes, const std::string& node, const std::string& blob) {
