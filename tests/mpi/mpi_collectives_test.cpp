@@ -42,15 +42,7 @@ TEST(MpiCollectives, GiveLocalSessionsAnswersOnEveryRank) {
     const testing::CollectiveOutputs want = testing::run_every_collective(local, nodes, tiles);
     MpiSession mpi;
     const testing::CollectiveOutputs got = testing::run_every_collective(mpi, nodes, tiles);
-    EXPECT_EQ(got.size(), want.size());
-    for (const auto& [name, value] : want) {
-      auto it = got.find(name);
-      if (it == got.end()) {
-        ADD_FAILURE() << "no output " << name;
-        continue;
-      }
-      EXPECT_EQ(it->second, value) << name << " on rank " << mpi.rank() << ": " << it->second.to_string();
-    }
+    testing::expect_same_tensors(got, want, fmt::format(" on rank {}", mpi.rank()));
     // And a second run of a new group in the same session.
     EXPECT_EQ(testing::run_every_collective(mpi, nodes, tiles).size(), want.size());
   }

@@ -12,6 +12,7 @@
 
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
+#include "support/collective_groups.h"
 
 namespace moka {
 namespace {
@@ -56,19 +57,6 @@ std::map<std::string, Tensor> blobs_of(Session& session) {
   return out;
 }
 
-void expect_same(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  for (const auto& [name, t] : a) {
-    auto it = b.find(name);
-    if (it == b.end()) {
-      ADD_FAILURE() << "missing " << name;
-      continue;
-    }
-    EXPECT_EQ(t.describe(), it->second.describe()) << name;
-    EXPECT_TRUE(t == it->second) << name;
-  }
-}
-
 TEST(MpiJob, AJobDefRunsAcrossRanksAsInOneProcess) {
   Job job = trainers_job();
   LocalSession compiling;
@@ -81,7 +69,7 @@ TEST(MpiJob, AJobDefRunsAcrossRanksAsInOneProcess) {
   EXPECT_EQ(expected.last_epoch, kEpochs);
   EXPECT_EQ(got.last_epoch, kEpochs);
   const auto want = blobs_of(local);
-  expect_same(want, blobs_of(mpi));
+  testing::expect_same_tensors(want, blobs_of(mpi));
   // total = 5 epochs x (i + 1); w = 5 x the sum over nodes of grad.
   EXPECT_EQ(want.at("t2/total").item<int64_t>(), kEpochs * 3);
   EXPECT_EQ(want.at("t1/w").data<float>()[0], float(kEpochs * (0 + 1 + 2 + 3)));
@@ -94,7 +82,7 @@ TEST(MpiJob, JobRunnerTrainsAJobInAnMpiSession) {
   MpiSession mpi;
   EXPECT_EQ(JobRunner(local_job, nullptr).train(local), kEpochs);
   EXPECT_EQ(JobRunner(mpi_job, nullptr).train(mpi), kEpochs);
-  expect_same(blobs_of(local), blobs_of(mpi));
+  testing::expect_same_tensors(blobs_of(local), blobs_of(mpi));
 }
 
 TEST(MpiJob, CheckpointsAcrossRanksAreRefusedBeforeAnythingRuns) {

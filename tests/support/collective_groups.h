@@ -2,6 +2,8 @@
 // both run, so one program gives the same answer in both sessions; and the values they must give.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -27,6 +29,22 @@ inline std::string collective_node(int i) { return "n" + std::to_string(i); }
 
 /// Node i's input: three values that differ by node (and fit every dtype, uint8 and int8 included).
 inline std::vector<double> node_input(int i) { return {double(i + 1), double(2 * i + 3), i % 2 ? 1.0 : 4.0}; }
+
+/// @brief Adds a test failure for every name whose tensor differs between got and want (dtype, shape or
+/// values), or that only one of them has; `where` goes into each message.
+inline void expect_same_tensors(const CollectiveOutputs& got, const CollectiveOutputs& want,
+                                const std::string& where = {}) {
+  EXPECT_EQ(got.size(), want.size()) << where;
+  for (const auto& [name, value] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      ADD_FAILURE() << "no output " << name << where;
+      continue;
+    }
+    EXPECT_EQ(it->second.describe(), value.describe()) << name << where;
+    EXPECT_TRUE(it->second == value) << name << where << ": " << it->second.to_string() << " vs " << value.to_string();
+  }
+}
 
 /// Node i's strings: its name and a run of one letter, 3 * tiles long (a hundred tiles make the packed
 /// strings too long to travel with the agreement between processes).

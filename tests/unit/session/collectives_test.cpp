@@ -29,23 +29,12 @@ std::string error_of(F&& fn) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-void expect_outputs(const testing::CollectiveOutputs& got, const testing::CollectiveOutputs& want) {
-  EXPECT_EQ(got.size(), want.size());
-  for (const auto& [name, value] : want) {
-    auto it = got.find(name);
-    if (it == got.end()) {
-      ADD_FAILURE() << "no output " << name;
-      continue;
-    }
-    EXPECT_EQ(it->second, value) << name << ": " << it->second.to_string() << " vs " << value.to_string();
-  }
-}
-
 TEST(Collectives, EveryDtypeAndReductionAcrossOneToFiveNodes) {
   for (int nodes = 1; nodes <= 5; ++nodes) {
     SCOPED_TRACE(nodes);
     LocalSession session;
-    expect_outputs(testing::run_every_collective(session, nodes), testing::expected_every_collective(nodes));
+    testing::expect_same_tensors(testing::run_every_collective(session, nodes),
+                                 testing::expected_every_collective(nodes));
   }
 }
 
@@ -53,7 +42,7 @@ TEST(Collectives, RunTwiceInOneSessionGivesTheSameAnswer) {
   LocalSession session;
   const auto first = testing::run_every_collective(session, 3);
   const auto second = testing::run_every_collective(session, 3);
-  expect_outputs(second, first);
+  testing::expect_same_tensors(second, first);
 }
 
 // A TaskGroup of `nodes` nodes; node i runs body(i) after making the common world "cw".
