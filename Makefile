@@ -1,5 +1,5 @@
 # Makefile: one-word entry points (demo, test, build, asan, tsan, bench, fuzz, format, clean) over the CMake presets.
-# Variables: JOBS (parallel jobs, default nproc), FUZZ_SECONDS (default 600),
+# Variables: JOBS (parallel jobs, default nproc), FUZZ_SECONDS (default 600), CRASH_TRIALS and MPI_CRASH_TRIALS (make crash-test),
 # BUILD_ROOT (where preset build trees go, default build; build/<preset> matches CMakePresets.json),
 # CMAKE_ARGS (extra configure arguments, e.g. CMAKE_ARGS=-DMOKA_BUILD_BENCH=OFF).
 
@@ -10,6 +10,7 @@ DEMO_PLAN ?= examples/plans/demo.json
 DEMO_FETCH ?= total,count
 FUZZ_TARGETS := plan_json blob_reader minidb job_files
 CRASH_TRIALS ?= 60
+MPI_CRASH_TRIALS ?= 50
 CMAKE_ARGS ?=
 
 RELEASE_DIR := $(BUILD_ROOT)/release
@@ -33,9 +34,10 @@ help:
 	@echo "make build   release build only"
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
-	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/ (collectives_bench under mpirun, 2 and 4 ranks)"
+	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/ (collectives_bench under mpirun, 2 and 4 ranks; mpi_checkpoint_bench, 4)"
 	@echo "make fuzz    libFuzzer build, then the fuzzers ($(FUZZ_TARGETS)), FUZZ_SECONDS=$(FUZZ_SECONDS) each"
-	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run"
+	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run,"
+	@echo "                 and MPI_CRASH_TRIALS=$(MPI_CRASH_TRIALS) with one rank of it killed under mpirun"
 	@echo "make format  reformat every tracked C++ file with clang-format (.clang-format)"
 	@echo "make format-check  fail, listing them, when tracked C++ files are not formatted"
 	@echo "make clean   remove the preset build trees"
@@ -77,6 +79,8 @@ bench: build
 	  case "$$b" in \
 	    */collectives_bench) for n in 2 4; do \
 	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np $$n "$$b"; done ;; \
+	    */mpi_checkpoint_bench) \
+	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 4 "$$b" ;; \
 	    *) "$$b" ;; \
 	  esac; \
 	done; \
@@ -95,9 +99,12 @@ fuzz: bootstrap
 	    -artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t; \
 	done
 
-# The crash-safety test with the full trial count (make test runs a few trials).
+# The crash-safety tests with the full trial counts (make test runs a few trials): one process, then
+# MPI_CRASH_TRIALS trials of a rank killed under mpirun.
 crash-test: build
 	MOKA_CRASH_TRIALS=$(CRASH_TRIALS) $(RELEASE_DIR)/tests/moka_stress_durability_tests
+	/usr/bin/python3 tests/mpi/crash_under_mpi.py $(MPI_CRASH_TRIALS) $(RELEASE_DIR)/moka $(CURDIR) \
+	  mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader
 
 # clang-format over the C++ files git tracks (so build trees and scratch files are never touched).
 format: bootstrap

@@ -1,5 +1,5 @@
-// Error records: moka exceptions encoded as JSON to cross ranks (src/mpi/error_record.h).
-#include "mpi/error_record.h"
+// Error records: moka exceptions encoded as JSON to cross ranks (src/core/error_record.h).
+#include "core/error_record.h"
 
 #include <fmt/format.h>
 

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -288,13 +289,11 @@ std::string name_in_dir(const std::string& dir, const std::string& db, int64_t e
 }
 }  // namespace
 
-CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
-                                     const std::vector<std::pair<std::string, std::string>>& node_dbs, bool stop,
-                                     const std::string& job) {
+std::vector<CheckpointFile> digest_checkpoint_files(const std::string& dir, int64_t epoch, const std::string& db_type,
+                                                    const std::vector<std::pair<std::string, std::string>>& node_dbs) {
   if (epoch < 0) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: epochs are >= 0", epoch));
-  if (node_dbs.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", epoch));
   if (db_type.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no db_type", epoch));
-  CheckpointManifest m{.epoch = epoch, .db_type = db_type, .files = {}, .stop = stop, .job = job};
+  std::vector<CheckpointFile> files;
   std::set<std::string> nodes;
   for (const auto& [node, db] : node_dbs) {
     if (!nodes.insert(node).second) {
@@ -302,16 +301,35 @@ CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, cons
     }
     const std::string name = name_in_dir(dir, db, epoch, node);
     try {
-      m.files.push_back({.node = node, .db = name, .digest = digest_db(db_type, db)});
+      files.push_back({.node = node, .db = name, .digest = digest_db(db_type, db)});
     } catch (Error& e) {
       e.add_context(fmt::format("committing checkpoint epoch {} (node '{}')", epoch, node));
       throw;
     }
   }
+  return files;
+}
+
+void write_manifest(const std::string& dir, const CheckpointManifest& m) {
+  if (m.files.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", m.epoch));
+  if (m.db_type.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no db_type", m.epoch));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw RuntimeError(fmt::format("cannot create checkpoint directory '{}': {}", dir, ec.message()));
-  write_file_atomically(manifest_path(dir, epoch), to_json(m));
+  write_file_atomically(manifest_path(dir, m.epoch), to_json(m));
+}
+
+CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, const std::string& db_type,
+                                     const std::vector<std::pair<std::string, std::string>>& node_dbs, bool stop,
+                                     const std::string& job) {
+  if (epoch < 0) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: epochs are >= 0", epoch));
+  if (node_dbs.empty()) throw InvalidInput(fmt::format("cannot commit checkpoint epoch {}: no node DBs", epoch));
+  CheckpointManifest m{.epoch = epoch,
+                       .db_type = db_type,
+                       .files = digest_checkpoint_files(dir, epoch, db_type, node_dbs),
+                       .stop = stop,
+                       .job = job};
+  write_manifest(dir, m);
   return m;
 }
 
@@ -327,7 +345,8 @@ std::vector<int64_t> committed_epochs(const std::string& dir) {
   return epochs;
 }
 
-CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes) {
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes,
+                                     const std::optional<std::vector<std::string>>& digested) {
   const std::string path = manifest_path(dir, epoch);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -346,6 +365,7 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, cons
     }
   }
   for (const auto& f : m.files) {
+    if (digested && std::find(digested->begin(), digested->end(), f.node) == digested->end()) continue;
     const std::string db = checkpoint_db_path(dir, f);
     DbDigest actual;
     try {
@@ -365,12 +385,14 @@ CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, cons
   return m;
 }
 
-ResumeChoice find_resume_epoch(const std::string& dir, const std::vector<std::string>& nodes) {
+namespace {
+// The newest of `epochs` (ascending) that `verify` accepts; the newer ones it refused, with why.
+ResumeChoice newest_that_verifies(const std::vector<int64_t>& epochs,
+                                  const std::function<CheckpointManifest(int64_t)>& verify) {
   ResumeChoice choice;
-  const auto epochs = committed_epochs(dir);
   for (auto it = epochs.rbegin(); it != epochs.rend(); ++it) {
     try {
-      choice.manifest = verify_checkpoint(dir, *it, nodes);
+      choice.manifest = verify(*it);
       choice.epoch = *it;
       break;
     } catch (const Error& e) {
@@ -378,6 +400,11 @@ ResumeChoice find_resume_epoch(const std::string& dir, const std::vector<std::st
     }
   }
   return choice;
+}
+}  // namespace
+
+ResumeChoice find_resume_epoch(const std::string& dir, const std::vector<std::string>& nodes) {
+  return newest_that_verifies(committed_epochs(dir), [&](int64_t e) { return verify_checkpoint(dir, e, nodes); });
 }
 
 void uncommit_checkpoint(const std::string& dir, int64_t epoch) {
@@ -471,18 +498,22 @@ void check_resumable(const std::string& dir, const CheckpointManifest& m, const 
 }
 }  // namespace
 
-ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request) {
+ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request,
+                                      const CheckpointStartHooks& hooks) {
   for (const auto& node : request.nodes) check_checkpoint_node_name(node);
+  const std::function<CheckpointManifest(int64_t)> verify = [&](int64_t epoch) {
+    return hooks.verify ? hooks.verify(epoch) : verify_checkpoint(dir, epoch, request.nodes);
+  };
   ResumeChoice choice;
   if (request.epoch) {
-    choice.manifest = verify_checkpoint(dir, *request.epoch, request.nodes);
+    choice.manifest = verify(*request.epoch);
     choice.epoch = request.epoch;
     check_resumable(dir, *choice.manifest, request);
     return choice;
   }
-  const std::vector<int64_t> committed = committed_epochs(dir);
+  const std::vector<int64_t> committed = hooks.committed ? hooks.committed() : committed_epochs(dir);
   if (request.latest) {
-    choice = find_resume_epoch(dir, request.nodes);
+    choice = newest_that_verifies(committed, verify);
     if (choice.epoch) {
       check_resumable(dir, *choice.manifest, request);
       return choice;
@@ -500,7 +531,7 @@ ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeReques
                     "pass --start-over (ExistingCheckpoints::discard) to discard them",
                     dir, committed.back()));
   }
-  if (request.existing == ExistingCheckpoints::discard) (void)discard_checkpoints(dir);
+  if (request.existing == ExistingCheckpoints::discard && hooks.deletes) (void)discard_checkpoints(dir);
   return choice;
 }
 

@@ -1,14 +1,18 @@
 // JobEngine: the one job flow behind run_job and JobRunner (src/job/job_engine.h, docs/jobs.md §2).
 #include "job/job_engine.h"
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <type_traits>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "job/background_save.h"
 #include "job/checkpoint_dir_lock.h"
+#include "job/process_agreement.h"
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
@@ -20,6 +24,24 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kDefaultDbType = "minidb";
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A process's part of an epoch's manifest, as it crosses processes: its bytes and its files.
+std::string files_record(uint64_t bytes, const std::vector<CheckpointFile>& files) {
+  nlohmann::json j = {{"bytes", bytes}, {"files", nlohmann::json::array()}};
+  for (const auto& f : files) j["files"].push_back({f.node, f.db, f.digest.records, f.digest.bytes, f.digest.xxh3});
+  return j.dump();
+}
+
+void read_files_record(const std::string& record, uint64_t& bytes, std::vector<CheckpointFile>& files) {
+  const auto j = nlohmann::json::parse(record);
+  bytes += j.at("bytes").get<uint64_t>();
+  for (const auto& f : j.at("files"))
+    files.push_back(
+        {.node = f.at(0).get<std::string>(),
+         .db = f.at(1).get<std::string>(),
+         .digest = {
+             .records = f.at(2).get<uint64_t>(), .bytes = f.at(3).get<uint64_t>(), .xxh3 = f.at(4).get<uint64_t>()}});
+}
 
 class JobEngine {
  public:
@@ -33,15 +55,15 @@ class JobEngine {
     bool finished = false;
     if (resume) {
       const CheckpointManifest& manifest = resume_manifest_.value();  // verified by start()
-      store_->read(manifest);
+      everywhere([&] { store_->read(manifest); });
       finished = manifest.stop;
       result_.resumed_from = resume;
-      if (!finished && settings_.own_directory && !dir_lock_->writable())
+      if (!finished && settings_.own_directory && !writable_)
         throw InvalidInput(
             fmt::format("checkpoint directory '{}' is read-only ({}): resuming from epoch {} would "
                         "save epoch {} there; only an epoch where the job finished can be resumed "
                         "from a read-only directory",
-                        dir_, dir_lock_->read_only_reason(), *resume, *resume + 1));
+                        dir_, read_only_reason_, *resume, *resume + 1));
     } else {
       groups_.run(JobGroup::init, 0);
       if (checkpointing) {
@@ -77,16 +99,53 @@ class JobEngine {
   // Takes the directory and decides, before anything runs, where the run starts (resume epoch or
   // scratch); fixes the backend: the resumed checkpoint's, else the one asked for, else minidb.
   std::optional<int64_t> start() {
-    if (settings_.own_directory) {
-      dir_lock_.emplace(dir_);
-      result_.removed_temporaries = dir_lock_->removed_temporaries();
-    } else {
-      // A directory that cannot be made stays unlocked: every save there fails (decision 8).
-      std::error_code ec;
-      std::filesystem::create_directories(dir_, ec);
-      if (std::filesystem::is_directory(dir_, ec)) dir_lock_.emplace(dir_, /*remove_temporaries=*/false);
+    if (!across_) return start_here();
+    // Across processes every process takes the same decision: a failure anywhere (the lock, a
+    // refused start, process 0's discard) is thrown on every process, once all have decided.
+    std::exception_ptr failed;
+    std::optional<int64_t> epoch;
+    try {
+      epoch = start_here();
+    } catch (...) {
+      failed = std::current_exception();
     }
-    const bool read_only = settings_.own_directory && !dir_lock_->writable();
+    across_->all([&] {
+      if (failed) std::rethrow_exception(failed);
+      return std::string();
+    });
+    return epoch;
+  }
+
+  // Process 0 (or the only process) takes the directory: the lock, and the temporary files killed
+  // writers left; the others learn whether it is writable.
+  void take_directory() {
+    auto take = [&] {
+      if (settings_.own_directory) {
+        dir_lock_.emplace(dir_);
+      } else {
+        // A directory that cannot be made stays unlocked: every save there fails (decision 8).
+        std::error_code ec;
+        std::filesystem::create_directories(dir_, ec);
+        if (std::filesystem::is_directory(dir_, ec)) dir_lock_.emplace(dir_, /*remove_temporaries=*/false);
+      }
+      nlohmann::json j = {{"removed", nlohmann::json::array()}, {"writable", true}, {"reason", ""}};
+      if (dir_lock_)
+        j = {{"removed", dir_lock_->removed_temporaries()},
+             {"writable", dir_lock_->writable()},
+             {"reason", dir_lock_->read_only_reason()}};
+      return j.dump();
+    };
+    const auto j = nlohmann::json::parse(across_ ? across_->leader(take) : take());
+    result_.removed_temporaries = j.at("removed").get<std::vector<std::string>>();
+    writable_ = j.at("writable").get<bool>();
+    read_only_reason_ = j.at("reason").get<std::string>();
+  }
+
+  // Takes the directory and decides, before anything runs, where the run starts (resume epoch or
+  // scratch); fixes the backend: the resumed checkpoint's, else the one asked for, else minidb.
+  std::optional<int64_t> start_here() {
+    take_directory();
+    const bool read_only = settings_.own_directory && !writable_;
     ResumeRequest request{.epoch = opt_.resume_from_epoch,
                           .latest = opt_.resume_latest && !opt_.resume_from_epoch,
                           .existing = opt_.existing,
@@ -97,9 +156,10 @@ class JobEngine {
     for (auto& [node, db] : store_->files(0)) request.nodes.push_back(node);
     if (read_only && request.existing == ExistingCheckpoints::discard)
       throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): its checkpoints cannot be discarded",
-                                     dir_, dir_lock_->read_only_reason()));
+                                     dir_, read_only_reason_));
+    const CheckpointStartHooks hooks = start_hooks(request.nodes);
     ResumeChoice choice;
-    if (request.latest) choice = prepare_checkpoint_start(dir_, request);
+    if (request.latest) choice = prepare_checkpoint_start(dir_, request, hooks);
     const std::optional<int64_t> asked = store_->resume_epoch(request.latest ? choice.epoch : request.epoch);
     if (asked && *asked < 0) throw InvalidInput(fmt::format("resume epoch {} is negative", *asked));
     if (!request.latest || asked != choice.epoch) {
@@ -107,18 +167,44 @@ class JobEngine {
       auto skipped = std::move(choice.skipped);
       request.latest = false;
       request.epoch = asked;
-      choice = prepare_checkpoint_start(dir_, request);
+      choice = prepare_checkpoint_start(dir_, request, hooks);
       if (choice.skipped.empty()) choice.skipped = std::move(skipped);
     }
     if (!choice.epoch && read_only)
       throw InvalidInput(fmt::format("checkpoint directory '{}' is read-only ({}): a run from scratch would save there",
-                                     dir_, dir_lock_->read_only_reason()));
+                                     dir_, read_only_reason_));
     for (const auto& [e, why] : choice.skipped) log(fmt::format("skipping checkpoint epoch {}: {}", e, why));
     if (opt_.on_resume && (opt_.resume_latest || opt_.resume_from_epoch)) opt_.on_resume(choice);
     result_.skipped = choice.skipped;
     db_type_ = choice.manifest ? choice.manifest->db_type : opt_.db_type.empty() ? kDefaultDbType : opt_.db_type;
     resume_manifest_ = std::move(choice.manifest);
     return choice.epoch;
+  }
+
+  // Across processes: the committed epochs are process 0's; an epoch verifies when every process
+  // verified the files of the nodes it hosts and read the same manifest (a process that cannot veto it).
+  CheckpointStartHooks start_hooks(const std::vector<std::string>& nodes) {
+    CheckpointStartHooks hooks;
+    if (!across_) return hooks;
+    hooks.deletes = across_->leader();
+    hooks.committed = [this] {
+      return nlohmann::json::parse(across_->leader([&] { return nlohmann::json(committed_epochs(dir_)).dump(); }))
+          .get<std::vector<int64_t>>();
+    };
+    hooks.verify = [this, nodes](int64_t epoch) {
+      std::vector<std::string> mine;
+      for (const auto& node : nodes)
+        if (store_->hosts(node)) mine.push_back(node);
+      const auto manifests = across_->all([&] { return to_json(verify_checkpoint(dir_, epoch, nodes, mine)); });
+      for (size_t p = 1; p < manifests.size(); ++p)
+        if (manifests[p] != manifests.front())
+          throw CorruptData(
+              fmt::format("checkpoint epoch {}: rank {} reads another manifest than rank 0 in '{}' (every rank must "
+                          "see the same checkpoint directory)",
+                          epoch, p, dir_));
+      return manifest_from_json(manifests.front(), manifest_path(dir_, epoch));
+    };
+    return hooks;
   }
 
   // Saves and commits `epoch` (in the foreground, or snapshots it for the background writer).
@@ -135,9 +221,11 @@ class JobEngine {
         report.checkpointed = true;
         // A manifest an earlier run left for this epoch (a resume from an older epoch, or one that
         // did not verify) stops counting before its files are overwritten.
-        uncommit_checkpoint(dir_, epoch);
+        on_leader([&] { uncommit_checkpoint(dir_, epoch); });
         auto files = store_->files(epoch);
-        if (opt_.background_save) {
+        if (across_) {
+          report.checkpoint_bytes = save_across(epoch, report.stop, files);
+        } else if (opt_.background_save) {
           background_.discard();  // what a failed snapshot of an earlier epoch left
           for (const auto& [node, db] : files)
             report.checkpoint_bytes +=
@@ -164,6 +252,55 @@ class JobEngine {
     }
     report.checkpoint_seconds = seconds_since(t0);
     if (opt_.on_epoch) opt_.on_epoch(report);
+  }
+
+  // Across processes: each process writes the DBs of the nodes it hosts and reads them back; once
+  // every process's files are durable and digested, process 0 writes the manifest of all of them
+  // and applies retention; every process learns the outcome. Returns the bytes of all processes.
+  uint64_t save_across(int64_t epoch, bool stop, const std::vector<std::pair<std::string, std::string>>& files) {
+    std::vector<std::pair<std::string, std::string>> mine;
+    for (const auto& f : files)
+      if (store_->hosts(f.first)) mine.push_back(f);
+    const auto parts = across_->all([&] {
+      const uint64_t bytes = store_->write(epoch, db_type_);
+      return files_record(bytes, digest_checkpoint_files(dir_, epoch, db_type_, mine));
+    });
+    uint64_t bytes = 0;
+    std::vector<CheckpointFile> written;
+    for (const auto& part : parts) read_files_record(part, bytes, written);
+    CheckpointManifest m{.epoch = epoch, .db_type = db_type_, .files = {}, .stop = stop, .job = settings_.job_digest};
+    for (const auto& [node, db] : files) {
+      auto it = std::find_if(written.begin(), written.end(), [&](const CheckpointFile& f) { return f.node == node; });
+      if (it == written.end())
+        throw RuntimeError(fmt::format("checkpoint epoch {}: no process wrote the DB of node '{}'", epoch, node));
+      m.files.push_back(*it);
+    }
+    const auto deleted = nlohmann::json::parse(across_->leader([&] {
+      write_manifest(dir_, m);
+      return nlohmann::json(apply_retention(dir_, opt_.retention)).dump();
+    }));
+    record_deleted(deleted.get<std::vector<int64_t>>());
+    store_->saved(epoch, nullptr);
+    return bytes;
+  }
+
+  // `step` on every process, failing everywhere if it failed anywhere (or just here, in one process).
+  template <class F>
+  void everywhere(F step) {
+    if (!across_) return step();
+    across_->all([&] {
+      step();
+      return std::string();
+    });
+  }
+  // `step` on process 0 only (or here, in one process); a failure there fails every process.
+  template <class F>
+  void on_leader(F step) {
+    if (!across_) return step();
+    across_->leader([&] {
+      step();
+      return std::string();
+    });
   }
 
   // Commit (every DB read back and digested, then the manifest written atomically) and retention;
@@ -230,6 +367,9 @@ class JobEngine {
   const JobRunOptions& opt_;
   const JobEngineSettings& settings_;
   const std::string dir_;
+  ProcessAgreement* const across_ = settings_.processes;  // null: one process
+  bool writable_ = true;                                  // the directory, as process 0's lock found it
+  std::string read_only_reason_;
   std::optional<CheckpointManifest> resume_manifest_;
   std::string db_type_ = kDefaultDbType;                               // the checkpoint backend, fixed by start()
   uint64_t background_bytes_ = 0;                                      // the snapshot bytes of the save in flight

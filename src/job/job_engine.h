@@ -21,6 +21,8 @@ class Workspace;
 
 namespace moka::detail {
 
+class ProcessAgreement;
+
 /// The groups of a job, in the order the engine runs them.
 enum class JobGroup { init, epoch, download, exit };
 
@@ -45,6 +47,9 @@ class JobCheckpointStore {
   virtual ~JobCheckpointStore() = default;
   /// The checkpointed nodes, in checkpoint order, each with the path of its DB for `epoch`.
   virtual std::vector<std::pair<std::string, std::string>> files(int64_t epoch) = 0;
+  /// Whether this process writes and reads `node`'s DB (a job whose nodes span processes: the node's
+  /// process; the other methods touch only those nodes).
+  virtual bool hosts(const std::string& /*node*/) { return true; }
   /// The resume epoch once the request is known (JobRunner: its metadata handler's last_epoch).
   virtual std::optional<int64_t> resume_epoch(std::optional<int64_t> asked) { return asked; }
   /// After the init group of a run from scratch: fixes the blobs each node checkpoints.
@@ -75,6 +80,12 @@ struct JobEngineSettings {
   /// a directory that cannot be made is not locked (its saves fail, decision 8), temporary files
   /// stay (the directory may be shared), and a read-only one fails at its first save.
   bool own_directory = true;
+  /// The processes of a session that spans several (JobEngineSettings::processes is then set), with
+  /// own_directory: process 0 holds the directory (lock, temporary files, manifests, retention), each
+  /// process writes and verifies the DBs of the nodes it hosts, and every decision — where to start,
+  /// whether an epoch is committed — is the same on every process (docs/distributed.md §6.2). Null:
+  /// one process. Not with background_save.
+  ProcessAgreement* processes = nullptr;
   /// Where warnings go (skipped epochs, retention, failed saves, inaccessible checkpoints); none: silent.
   std::function<void(std::string_view)> log{};
 };

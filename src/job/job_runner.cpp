@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "job/job_engine.h"
+#include "job/process_agreement.h"
 #include "moka/core/error.h"
 #include "moka/exec/job_check.h"
 #include "moka/session/session.h"
@@ -88,6 +89,7 @@ class ManagerStore final : public detail::JobCheckpointStore {
   std::vector<std::pair<std::string, std::string>> files(int64_t epoch) override {
     return checkpoint_files(cm_, epoch);
   }
+  bool hosts(const std::string& node) override { return session_.hosts(node); }
   std::optional<int64_t> resume_epoch(std::optional<int64_t> asked) override {
     return cm_.get_resume_from_epoch_id(asked);
   }
@@ -172,6 +174,9 @@ int64_t JobRunner::train(Session& session) {
   const std::vector<std::string> nodes = job_.nodes_to_checkpoint();
   check_nodes_to_checkpoint(nodes);
   check_groups(session);
+  // Every node gets its process before anything runs or loads: where a run from scratch puts it.
+  for (TaskGroup* g : {&job_.init_group(), &job_.epoch_group(), &job_.download_group(), &job_.exit_group()})
+    session.place(session.compile(*g));
   // Background saves snapshot the node workspaces, which must all be in this process.
   if (cm && options_.background_save && session.processes() > 1)
     throw InvalidInput(
@@ -198,8 +203,10 @@ int64_t JobRunner::train(Session& session) {
   run.background_save = options_.background_save;
   run.tolerate_save_failures = options_.tolerate_save_failures;
   SessionGroups groups(job_, session, cm, options_.upload_task_group_builder.get());
+  detail::ProcessAgreement agreement(session);
   detail::JobEngineSettings settings;
   settings.own_directory = false;
+  if (cm && session.processes() > 1) settings.processes = &agreement;
   settings.log = [this](std::string_view message) { log(message); };
   return detail::run_job_engine(groups, store ? &*store : nullptr, run, settings).last_epoch;
 }

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "job/job_engine.h"
+#include "job/process_agreement.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
@@ -151,8 +152,11 @@ class NodeStore final : public detail::JobCheckpointStore {
     return files;
   }
 
+  bool hosts(const std::string& node) override { return session_.hosts(node); }
+
   void capture_blob_lists() override {
     for (const auto& node : ckpt_nodes_) {
+      if (!session_.hosts(node)) continue;
       Workspace& ws = session_.workspace(node);
       const std::string list_name = blob_list_name(node);
       std::vector<std::string> names = ws.local_blobs();
@@ -167,6 +171,7 @@ class NodeStore final : public detail::JobCheckpointStore {
 
   void read(const CheckpointManifest& m) override {
     for (const auto& node : ckpt_nodes_) {
+      if (!session_.hosts(node)) continue;
       auto it = std::find_if(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; });
       if (it == m.files.end())
         throw NotFound(
@@ -196,6 +201,7 @@ class NodeStore final : public detail::JobCheckpointStore {
   uint64_t write(int64_t epoch, const std::string& db_type) override {
     uint64_t bytes = 0;
     for (const auto& node : ckpt_nodes_) {
+      if (!session_.hosts(node)) continue;
       SaveSpec spec;
       spec.blob_names = blob_lists_.at(node);
       spec.db = node_db_path(dir_, node, epoch);
@@ -220,16 +226,22 @@ class NodeStore final : public detail::JobCheckpointStore {
 
 JobRunResult run_job(const JobDef& job, Session& session, const JobRunOptions& options) {
   validate(job, options);
-  if (!options.checkpoint_dir.empty() && session.processes() > 1)
+  const bool across = session.processes() > 1;
+  if (across && !options.checkpoint_dir.empty() && options.background_save)
     throw InvalidInput(
-        fmt::format("checkpoints of a job whose nodes span {} processes are not supported yet: run it in one "
-                    "process, or without a checkpoint directory",
+        fmt::format("background_save of a job whose nodes span {} processes is not supported yet: save in the "
+                    "foreground (without --background-save), or run the job in one process",
                     session.processes()));
+  // Every node gets its process before anything loads: where a run from scratch would put it.
+  for (const TaskGroupDef* group : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group})
+    session.place(*group);
   JobDefGroups groups(job, session, options.run);
   NodeStore store(job, session, options.checkpoint_dir);
+  detail::ProcessAgreement agreement(session);
   detail::JobEngineSettings settings;
   settings.job_digest = options.checkpoint_dir.empty() ? std::string() : job_digest(job);
   settings.own_directory = true;
+  if (across) settings.processes = &agreement;
   return detail::run_job_engine(groups, &store, options, settings);
 }
 

@@ -12,6 +12,7 @@
 #include <span>
 #include <utility>
 
+#include "core/error_record.h"
 #include "moka/core/blob.h"
 #include "moka/core/error.h"
 #include "moka/defs/json.h"
@@ -19,7 +20,6 @@
 #include "moka/session/node_workspaces.h"
 #include "moka/session/run_task_group.h"
 #include "moka/storage/blob_serializer.h"
-#include "mpi/error_record.h"
 #include "mpi/mpi_collectives.h"
 #include "mpi/mpi_comm.h"
 #include "session/compiled_runnables.h"
@@ -432,6 +432,15 @@ const TaskGroupDef& MpiSession::compile(TaskGroup& group) { return state_->compi
 int MpiSession::rank() const noexcept { return state_->comm.rank(); }
 int MpiSession::size() const noexcept { return state_->comm.size(); }
 int MpiSession::rank_of(const std::string& node) const { return state_->rank_of(node); }
+
+void MpiSession::place(const TaskGroupDef& group) {
+  for (const NodePlanDef& n : group.nodes) state_->place(n.node);
+}
+
+std::vector<std::string> MpiSession::allgather(const std::string& value) {
+  state_->check_open();
+  return state_->comm.allgather(value);
+}
 
 bool MpiSession::hosts(const std::string& node) const {
   auto it = state_->ranks.find(node);

@@ -1,7 +1,7 @@
 """`moka run` under mpirun (docs/distributed.md, docs/cli.md): each node on its rank, --fetch from the rank
 that hosts the blob, the result and error lines printed once (by rank 0), the same exit code as without
-MPI, `moka job run` across ranks (without checkpoints; with them only on one rank), and SIGINT stopping
-every rank.
+MPI, `moka job run` across ranks (with and without checkpoints; a resume after a damaged file on one rank),
+and SIGINT stopping every rank.
 Usage: cli_under_mpi.py MOKA_CLI SOURCE_DIR MPIRUN [MPIRUN_ARGS...]"""
 import json
 import os
@@ -77,12 +77,33 @@ with tempfile.TemporaryDirectory() as tmp:
     check(any(f.startswith("moka-manifest.12") for f in os.listdir(os.path.join(tmp, "one"))),
           f"job run, 1 rank: no manifest in {os.listdir(os.path.join(tmp, 'one'))}")
 
-    # Checkpoints across ranks are refused before anything runs or touches the directory.
-    r = run(["job", "run", job, "--checkpoint-dir", os.path.join(tmp, "ckpt")], 2)
-    lines = [l for l in r.stderr.splitlines() if l.startswith("moka:")]
-    check(r.returncode == 2 and len(lines) == 1 and "span 2 processes are not supported yet" in lines[0],
-          f"job run with checkpoints across ranks: {r.returncode} {r.stderr}")
-    check(not os.path.exists(os.path.join(tmp, "ckpt")), "job run under mpirun touched the checkpoint directory")
+    # Checkpoints across ranks: each rank writes the DBs of its nodes, every epoch is committed once, the
+    # outputs are those of one process; a resume loads the same epoch on every rank.
+    for ranks in (2, 3):
+        ckpt = os.path.join(tmp, f"ckpt{ranks}")
+        r = run(["job", "run", job, "--checkpoint-dir", ckpt, "--fetch", "total"], ranks)
+        check(r.returncode == 0 and without_timings(r.stdout)[-1] == without_timings(plain_job.stdout)[-1],
+              f"job run, {ranks} ranks with checkpoints: {r.returncode} {r.stdout!r} {r.stderr}")
+        manifests = sorted(f for f in os.listdir(ckpt) if f.startswith("moka-manifest."))
+        check(len(manifests) == 13, f"job run, {ranks} ranks: manifests {manifests}")
+        for epoch in (11, 12):
+            os.remove(os.path.join(ckpt, f"moka-manifest.{epoch}.json"))
+        # The reader's DB of epoch 10 (its node is on rank 1) damaged: every rank falls back to epoch 9,
+        # and the reason is printed once.
+        reader_db = os.path.join(ckpt, "reader.10")
+        with open(reader_db, "r+b") as f:
+            f.seek(os.path.getsize(reader_db) // 2)
+            byte = f.read(1)
+            f.seek(os.path.getsize(reader_db) // 2)
+            f.write(bytes([byte[0] ^ 0x5A]))
+        r = run(["job", "run", job, "--checkpoint-dir", ckpt, "--resume", "latest", "--fetch", "total"], ranks)
+        lines = r.stdout.splitlines()
+        skips = [l for l in lines if l.startswith("skipping checkpoint epoch 10:")]
+        check(r.returncode == 0 and lines[-1] == plain_job.stdout.splitlines()[-1],
+              f"resume, {ranks} ranks: {r.returncode} {r.stdout!r} {r.stderr}")
+        check(len(skips) == 1 and "rank 1" in skips[0] and "node 'reader'" in skips[0],
+              f"resume, {ranks} ranks: skip lines {skips}")
+        check("resuming from epoch 9" in lines, f"resume, {ranks} ranks: printed {lines}")
 
     # SIGINT to mpirun reaches every rank: the run stops, exit 130 (mpirun may report its own code for a
     # signalled job; what matters is that it ends promptly and not with 0).

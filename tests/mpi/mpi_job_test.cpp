@@ -1,12 +1,16 @@
 // Jobs under MpiSession, run by ctest under mpirun with 1 to 4 ranks (and once without a launcher): a JobDef
 // through run_job and a Job through JobRunner end with the blobs they have under LocalSession, on every rank;
-// checkpoints across ranks are refused before anything runs. Only EXPECT_* (see mpi_session_test.cpp).
+// checkpoints across ranks commit every node's DB once, resume the same epoch everywhere (a corrupt file on one
+// rank vetoes its epoch) and end as a run that never stopped. Only EXPECT_* (see mpi_session_test.cpp).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,29 +89,182 @@ TEST(MpiJob, JobRunnerTrainsAJobInAnMpiSession) {
   testing::expect_same_tensors(blobs_of(local), blobs_of(mpi));
 }
 
-TEST(MpiJob, CheckpointsAcrossRanksAreRefusedBeforeAnythingRuns) {
+// One checkpoint directory that every rank sees: rank 0 makes it, the others learn its path.
+std::string shared_dir(Session& session) {
+  std::string dir;
+  if (session.process() == 0) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "moka_mpi_job_XXXXXX").string();
+    if (::mkdtemp(tmpl.data())) dir = tmpl;
+  }
+  dir = session.allgather(dir).front();
+  EXPECT_FALSE(dir.empty());
+  return dir;
+}
+
+void barrier(Session& session) { (void)session.allgather(""); }
+
+JobDef trainers_def() {
   Job job = trainers_job();
   LocalSession compiling;
-  const JobDef def = job.compile(compiling);
+  return job.compile(compiling);
+}
+
+// The manifest of `epoch` in dir, as every rank reads it.
+CheckpointManifest manifest_of(const std::string& dir, int64_t epoch) { return verify_checkpoint(dir, epoch); }
+
+TEST(MpiJob, CheckpointsAcrossRanksCommitEveryNodeAsOneProcessDoes) {
+  const JobDef def = trainers_def();
+  LocalSession local;
   MpiSession mpi;
-  // One path per process: a run that went ahead would create it.
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("moka_mpi_job_" + std::to_string(::getpid()) + "_" + std::to_string(mpi.rank())))
-                              .string();
-  std::filesystem::remove_all(dir);
+  const std::string local_dir = shared_dir(mpi) + "_local";
+  const std::string dir = shared_dir(mpi);
+  if (mpi.rank() == 0) EXPECT_EQ(run_job(def, local, {.checkpoint_dir = local_dir}).last_epoch, kEpochs);
+  const JobRunResult got = run_job(def, mpi, {.checkpoint_dir = dir});
+  EXPECT_EQ(got.last_epoch, kEpochs);
+  barrier(mpi);
+  // Every epoch committed once, with a file for every node whoever wrote it, the same DBs as in one process.
+  EXPECT_EQ(committed_epochs(dir), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  if (mpi.rank() == 0) {
+    for (int64_t e = 0; e <= kEpochs; ++e) {
+      const CheckpointManifest m = manifest_of(dir, e);
+      const CheckpointManifest want = manifest_of(local_dir, e);
+      EXPECT_EQ(m.files.size(), static_cast<size_t>(kNodes));
+      EXPECT_EQ(m.files, want.files) << "epoch " << e;
+      EXPECT_EQ(m.stop, e == kEpochs);
+    }
+  }
+  barrier(mpi);
+  if (mpi.rank() == 0) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(local_dir);
+  }
+}
+
+// What a rank killed after epoch 3 leaves: epochs 4 and 5 not committed (their files may be there).
+void uncommit_after(Session& session, const std::string& dir, int64_t last) {
+  barrier(session);
+  if (session.process() == 0)
+    for (int64_t e : committed_epochs(dir))
+      if (e > last) uncommit_checkpoint(dir, e);
+  barrier(session);
+}
+
+TEST(MpiJob, AResumedRunEndsWithTheBlobsOfOneThatNeverStopped) {
+  const JobDef def = trainers_def();
+  LocalSession local;
+  EXPECT_EQ(run_job(def, local).last_epoch, kEpochs);
+  std::string dir;
+  {
+    MpiSession first;
+    dir = shared_dir(first);
+    EXPECT_EQ(run_job(def, first, {.checkpoint_dir = dir}).last_epoch, kEpochs);
+    uncommit_after(first, dir, 3);
+  }
+  MpiSession resumed;
+  JobRunOptions options{.checkpoint_dir = dir};
+  options.resume_latest = true;
+  const JobRunResult r = run_job(def, resumed, options);
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(3));
+  EXPECT_EQ(r.last_epoch, kEpochs);
+  testing::expect_same_tensors(blobs_of(local), blobs_of(resumed));
+  barrier(resumed);
+  if (resumed.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(MpiJob, ACorruptFileOfOneRankFallsBackToThePreviousEpochOnEveryRank) {
+  const JobDef def = trainers_def();
+  LocalSession local;
+  EXPECT_EQ(run_job(def, local).last_epoch, kEpochs);
+  std::string dir;
+  std::string victim;
+  {
+    MpiSession first;
+    dir = shared_dir(first);
+    EXPECT_EQ(run_job(def, first, {.checkpoint_dir = dir}).last_epoch, kEpochs);
+    uncommit_after(first, dir, 4);
+    victim = job_node(kNodes - 1);  // hosted by the last rank
+    EXPECT_EQ(first.rank_of(victim), (kNodes - 1) % first.size());
+    if (first.rank() == 0) {
+      // One byte of the victim's epoch-4 DB flipped, in the middle of the file.
+      const auto path = std::filesystem::path(dir) / get_ckpt_filename(victim, 4);
+      std::FILE* f = std::fopen(path.c_str(), "r+b");
+      EXPECT_NE(f, nullptr);
+      if (f) {
+        const auto size = static_cast<long>(std::filesystem::file_size(path));
+        std::fseek(f, size / 2, SEEK_SET);
+        const int c = std::fgetc(f);
+        std::fseek(f, size / 2, SEEK_SET);
+        std::fputc(c ^ 0x5a, f);
+        std::fclose(f);
+      }
+    }
+    barrier(first);
+  }
+  MpiSession resumed;
+  JobRunOptions options{.checkpoint_dir = dir};
+  options.resume_latest = true;
+  const JobRunResult r = run_job(def, resumed, options);
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(3));
+  EXPECT_EQ(r.skipped.size(), 1u);
+  if (!r.skipped.empty()) {
+    EXPECT_EQ(r.skipped[0].first, 4);
+    EXPECT_NE(r.skipped[0].second.find("node '" + victim + "'"), std::string::npos) << r.skipped[0].second;
+    if (resumed.size() > 1)  // the rank that hosts the node vetoed the epoch
+      EXPECT_NE(r.skipped[0].second.find(fmt::format("rank {}", resumed.rank_of(victim))), std::string::npos)
+          << r.skipped[0].second;
+  }
+  EXPECT_EQ(r.last_epoch, kEpochs);
+  testing::expect_same_tensors(blobs_of(local), blobs_of(resumed));
+  barrier(resumed);
+  if (resumed.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(MpiJob, JobRunnerCheckpointsAcrossRanksWithAMultiNodeManagerAndResumes) {
+  Job local_job = trainers_job();
+  LocalSession local;
+  EXPECT_EQ(JobRunner(local_job, nullptr).train(local), kEpochs);
+  // One job for both runs, as a restarted program builds the same names again.
+  const Job job = trainers_job();
+  std::string dir;
+  {
+    MpiSession first;
+    dir = shared_dir(first);
+    auto cm = std::make_shared<MultiNodeCheckpointManager>(dir, "minidb");
+    EXPECT_EQ(JobRunner(job, cm).train(first), kEpochs);
+    barrier(first);
+    EXPECT_EQ(committed_epochs(dir), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+    if (first.rank() == 0) EXPECT_EQ(verify_checkpoint(dir, kEpochs).files.size(), static_cast<size_t>(kNodes));
+    uncommit_after(first, dir, 2);
+  }
+  MpiSession resumed;
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir, "minidb");
+  JobRunnerOptions options;
+  options.resume_latest = true;
+  EXPECT_EQ(JobRunner(job, cm, options).train(resumed), kEpochs);
+  testing::expect_same_tensors(blobs_of(local), blobs_of(resumed));
+  barrier(resumed);
+  if (resumed.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(MpiJob, BackgroundSavesAcrossRanksAreRefusedBeforeAnythingRuns) {
+  const JobDef def = trainers_def();
+  MpiSession mpi;
+  const std::string dir = shared_dir(mpi);
+  JobRunOptions options{.checkpoint_dir = dir};
+  options.background_save = true;
   if (mpi.size() == 1) {
-    EXPECT_EQ(run_job(def, mpi, {.checkpoint_dir = dir}).last_epoch, kEpochs);
-    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "moka-manifest.5.json"));
+    EXPECT_EQ(run_job(def, mpi, options).last_epoch, kEpochs);
   } else {
     try {
-      run_job(def, mpi, {.checkpoint_dir = dir});
-      ADD_FAILURE() << "checkpoints across ranks ran";
+      run_job(def, mpi, options);
+      ADD_FAILURE() << "background saves across ranks ran";
     } catch (const InvalidInput& e) {
       EXPECT_NE(std::string(e.what()).find("not supported yet"), std::string::npos) << e.what();
     }
-    EXPECT_FALSE(std::filesystem::exists(dir));
+    EXPECT_TRUE(committed_epochs(dir).empty());
   }
-  std::filesystem::remove_all(dir);
+  barrier(mpi);
+  if (mpi.rank() == 0) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,14 @@ CheckpointManifest commit_checkpoint(const std::string& dir, int64_t epoch, cons
                                      const std::vector<std::pair<std::string, std::string>>& node_dbs,
                                      bool stop = false, const std::string& job = {});
 
+/// @brief The first half of commit_checkpoint: the file entries of `node_dbs` (each DB read back and
+/// digested, each checked to lie in `dir`), in the order given. A process of a job that spans
+/// processes digests the DBs it wrote; one of them then writes the manifest of all (write_manifest).
+std::vector<CheckpointFile> digest_checkpoint_files(const std::string& dir, int64_t epoch, const std::string& db_type,
+                                                    const std::vector<std::pair<std::string, std::string>>& node_dbs);
+/// @brief The second half: writes `manifest` atomically as `manifest_path(dir, manifest.epoch)`
+/// (creating `dir` if needed). InvalidInput for a manifest without files or db_type.
+void write_manifest(const std::string& dir, const CheckpointManifest& manifest);
 /// @brief Uncommits epoch `epoch` if an earlier run committed it: removes its manifest and fsyncs
 /// `dir`, so that the epoch stops counting before its DBs are overwritten. Does nothing when there
 /// is no manifest. Throws RuntimeError naming the manifest when it exists and cannot be removed.
@@ -93,8 +102,10 @@ std::vector<int64_t> committed_epochs(const std::string& dir);
 
 /// @brief Reads the manifest of `epoch` and checks every node DB against it, and that it has a file
 /// for each of `nodes` (when given). Throws NotFound when the epoch has no manifest, CorruptData
-/// naming the manifest, node and file otherwise.
-CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes = {});
+/// naming the manifest, node and file otherwise. `digested`: only the files of these nodes are read
+/// and digested (a process that checks the files of the nodes it hosts); none: every file.
+CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes = {},
+                                     const std::optional<std::vector<std::string>>& digested = std::nullopt);
 
 /// @brief The result of looking for the epoch to resume from.
 struct ResumeChoice {
@@ -132,6 +143,18 @@ struct ResumeRequest {
   bool accept_changed_job = false;   ///< resume even when the checkpoint's job digest differs
 };
 
+/// @brief How prepare_checkpoint_start reaches the directory when several processes take one start
+/// decision together (the job engine under a session that spans processes); empty members are one
+/// process's own: committed_epochs(dir), verify_checkpoint(dir, epoch, request.nodes), deleting.
+struct CheckpointStartHooks {
+  /// The committed epochs, ascending, that every process considers.
+  std::function<std::vector<int64_t>()> committed{};
+  /// Verifies one committed epoch (throws an Error when it does not verify); returns its manifest.
+  std::function<CheckpointManifest(int64_t epoch)> verify{};
+  /// Whether this process deletes what ExistingCheckpoints::discard discards.
+  bool deletes = true;
+};
+
 /// @brief Decides where a run starts and prepares the directory for it.
 ///
 /// Resuming (epoch or latest): the chosen manifest, verified, after checking that its db_type is
@@ -141,7 +164,8 @@ struct ResumeRequest {
 /// with discard the old checkpoints are deleted last. Errors: InvalidInput (exit 2 in the CLI) for a
 /// refused start, a mismatched db_type or job; NotFound/CorruptData for an `epoch` that is not
 /// committed or does not verify.
-ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request);
+ResumeChoice prepare_checkpoint_start(const std::string& dir, const ResumeRequest& request,
+                                      const CheckpointStartHooks& hooks = {});
 
 /// @brief Deletes every committed checkpoint of `dir` (manifest first, then its DBs; manifests that
 /// cannot be read are deleted alone). Returns the epochs deleted, ascending.

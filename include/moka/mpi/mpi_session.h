@@ -71,6 +71,10 @@ class MpiSession final : public Session {
   /// Whether this rank hosts `node`.
   bool hosts(const std::string& node) const override;
   int processes() const noexcept override { return size(); }
+  int process() const noexcept override { return rank(); }
+  void place(const TaskGroupDef& group) override;
+  /// Every rank's `value`, by rank (collective; strings of any length).
+  std::vector<std::string> allgather(const std::string& value) override;
   /// A node's workspace on the rank that hosts it. InvalidInput on another rank.
   Workspace& workspace(const std::string& node) override;
   /// @brief The value of blob on node, on every rank (collective: the hosting rank broadcasts it).

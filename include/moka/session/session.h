@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "moka/builder/plan.h"
 #include "moka/builder/task_group.h"
@@ -42,6 +43,15 @@ class Session {
   virtual Workspace& workspace(const std::string& node) = 0;
   /// How many processes the session's nodes live in.
   virtual int processes() const noexcept { return 1; }
+  /// Gives every node of `group` its process now, as a first run of it would (MpiSession's default
+  /// rule); not collective, and nothing in a session of one process. A job that resumes places its
+  /// groups' nodes before it loads them, so each lands where a run from scratch put it.
+  virtual void place(const TaskGroupDef& /*group*/) {}
+  /// This process's index among processes() (MpiSession: its rank).
+  virtual int process() const noexcept { return 0; }
+  /// @brief Collective over the session's processes: every process's `value`, by process (one
+  /// process: just `value`). What the job engine agrees with across processes (docs/distributed.md §6.2).
+  virtual std::vector<std::string> allgather(const std::string& value) { return {value}; }
   virtual void close() = 0;
   virtual bool is_closed() const = 0;
 };
