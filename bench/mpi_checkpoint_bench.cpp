@@ -65,9 +65,12 @@ int main(int argc, char** argv) {
   std::string base = "/tmp";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--mib") mib = std::atoll(argv[i + 1]);
-    else if (flag == "--epochs") epochs = std::atoll(argv[i + 1]);
-    else if (flag == "--dir") base = argv[i + 1];
+    if (flag == "--mib")
+      mib = std::atoll(argv[i + 1]);
+    else if (flag == "--epochs")
+      epochs = std::atoll(argv[i + 1]);
+    else if (flag == "--dir")
+      base = argv[i + 1];
   }
   MpiSessionOptions options;
   const int ranks = [] {
@@ -125,8 +128,9 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     const double total = static_cast<double>(bytes) * ranks / double(1 << 20);
     fmt::print("| work | moka | peer (each rank write + fsync alone) | moka / peer bandwidth |\n|---|---|---|---|\n");
-    fmt::print("| checkpoint of {} rank(s) x {} MiB, minidb | {:.3f} s ({:.0f} MiB/s) | {:.3f} s ({:.0f} MiB/s) | {:.2f}x |\n",
-               ranks, mib, moka_t, total / moka_t, peer_t, total / peer_t, peer_t / moka_t);
+    fmt::print(
+        "| checkpoint of {} rank(s) x {} MiB, minidb | {:.3f} s ({:.0f} MiB/s) | {:.3f} s ({:.0f} MiB/s) | {:.2f}x |\n",
+        ranks, mib, moka_t, total / moka_t, peer_t, total / peer_t, peer_t / moka_t);
     std::filesystem::remove_all(dir);
   }
   return 0;

@@ -199,6 +199,18 @@ void DatasetRandomReader::sort_and_shuffle(Net& net, const std::string& sort_by_
   indices_ = net.op("SortAndShuffle", inputs, {BlobRef(scoped_name("indices"))}, std::move(args)).single();
 }
 
+void DatasetRandomReader::shard(Net& net, int64_t shard_id, int64_t num_shards) {
+  if (!offsets_) throw InvalidInput(fmt::format("DatasetRandomReader {}: shard() needs compute_offset() first", name_));
+  if (num_shards < 1 || shard_id < 0 || shard_id >= num_shards)
+    throw InvalidInput(fmt::format("DatasetRandomReader {}: shard {} of {} does not exist (shards are 0..num_shards-1)",
+                                   name_, shard_id, num_shards));
+  std::vector<BlobRef> inputs{*offsets_};
+  if (indices_) inputs.push_back(*indices_);
+  indices_ = net.op("ShardIndices", inputs, {BlobRef(scoped_name("shard_indices"))},
+                    {{"num_shards", num_shards}, {"shard_id", shard_id}, {"block_size", options_.batch_size}})
+                 .single();
+}
+
 ReadOutput DatasetRandomReader::read(Net& read_net) {
   if (!cursor_) throw InvalidInput("setup_ex not called");
   if (!indices_) throw InvalidInput("sort_and_shuffle not called");

@@ -1,6 +1,6 @@
 // Dataset operators (Caffe2 dataset_ops; docs/operators.md §4): CreateTreeCursor, ResetCursor, GetCursorOffset,
-// ReadNextBatch, ComputeOffset, SortAndShuffle, ReadRandomBatch, CheckDatasetConsistency, Append, AtomicAppend,
-// TrimDataset, IsEmpty.
+// ReadNextBatch, ComputeOffset, SortAndShuffle, ShardIndices, ReadRandomBatch, CheckDatasetConsistency, Append,
+// AtomicAppend, TrimDataset, IsEmpty.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -436,6 +436,61 @@ class SortAndShuffleOp final : public OperatorBase {
   uint64_t seed_;
 };
 
+// One shard of a dataset's records for one of several readers (moka addition, docs/pipelines.md §3.2):
+// the top-level rows 0..rows-1 (rows from ComputeOffset's matrix) or a given order of them (SortAndShuffle's
+// permutation), cut into blocks of block_size entries; this shard keeps blocks shard_id, shard_id +
+// num_shards, ..., in order. The shards of one dataset are disjoint and together hold every record once.
+class ShardIndicesOp final : public OperatorBase {
+ public:
+  ShardIndicesOp(const OperatorDef& def, Workspace* ws)
+      : OperatorBase(def, ws),
+        num_shards_(positive_arg(*this, "num_shards", 1)),
+        shard_id_(args().get_int("shard_id", 0)),
+        block_size_(positive_arg(*this, "block_size", 1)) {
+    if (shard_id_ < 0 || shard_id_ >= num_shards_)
+      throw InvalidInput(fmt::format("{}: argument \"shard_id\" = {} must be in [0, num_shards = {})", type(),
+                                     shard_id_, num_shards_));
+  }
+
+  bool run() override {
+    const Tensor& mat = tensor_input(*this, 0);
+    if (mat.ndim() != 2 || mat.dtype() != DType::Int64 || mat.dim(0) < 1)
+      throw TypeError(
+          fmt::format("{}: {} (the offsets matrix from ComputeOffset) must be a 2-d int64 tensor of "
+                      "shape [rows + 1, domains], got {}",
+                      type(), input_desc(*this, 0), mat.describe()));
+    const int64_t rows = mat.dim(0) - 1;
+    const int64_t* order = nullptr;
+    int64_t n = rows;
+    if (input_size() > 1) {
+      const Tensor& index = tensor_input(*this, 1);
+      if (index.ndim() != 1 || index.dtype() != DType::Int64)
+        throw TypeError(
+            fmt::format("{}: {} (an order of the records, e.g. from SortAndShuffle) must be a 1-d int64 "
+                        "tensor, got {}",
+                        type(), input_desc(*this, 1), index.describe()));
+      order = index.data<int64_t>();
+      n = index.dim(0);
+      for (int64_t i = 0; i < n; ++i)
+        if (order[i] < 0 || order[i] >= rows)
+          throw InvalidInput(fmt::format("{}: {}[{}] = {} is not a record of a dataset of {} rows", type(),
+                                         input_desc(*this, 1), i, order[i], rows));
+    }
+    std::vector<int64_t> mine;
+    for (int64_t start = shard_id_ * block_size_; start < n; start += num_shards_ * block_size_)
+      for (int64_t i = start; i < std::min(n, start + block_size_); ++i) mine.push_back(order ? order[i] : i);
+    Tensor& out = output(0);
+    out.resize(DType::Int64, {static_cast<int64_t>(mine.size())});
+    std::copy(mine.begin(), mine.end(), out.mutable_data<int64_t>());
+    return true;
+  }
+
+ private:
+  int64_t num_shards_;
+  int64_t shard_id_;
+  int64_t block_size_;
+};
+
 class ReadRandomBatchOp final : public OperatorBase {
  public:
   ReadRandomBatchOp(const OperatorDef& def, Workspace* ws)
@@ -821,6 +876,17 @@ void register_dataset_ops(OperatorRegistry& reg) {
                    "then the order of complete batches shuffled; an incomplete last batch stays last. Deterministic "
                    "for a seed on every platform."),
           factory_of<SortAndShuffleOp>());
+  reg.add(OpSchema("ShardIndices")
+              .inputs(1, 2)
+              .outputs(1)
+              .arg("num_shards", ArgType::Int, "how many readers share the dataset; must be positive", "1")
+              .arg("shard_id", ArgType::Int, "this reader's shard, in [0, num_shards)", "0")
+              .arg("block_size", ArgType::Int, "records per block (a reader's batch_size keeps batches whole)", "1")
+              .doc("moka addition. Inputs: [offsets (from ComputeOffset), optional order (1-d int64, e.g. from "
+                   "SortAndShuffle)]. Writes the 1-d int64 indices of this shard for ReadRandomBatch: the records "
+                   "0..rows-1 (or the order given) in blocks of block_size, keeping blocks shard_id, shard_id + "
+                   "num_shards, ... The shards of one dataset are disjoint and together hold every record once."),
+          factory_of<ShardIndicesOp>());
   reg.add(OpSchema("ReadRandomBatch")
               .inputs(1, OpSchema::kUnbounded)
               .outputs(1, OpSchema::kUnbounded)

@@ -17,6 +17,7 @@
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
 #include "support/collective_groups.h"
+#include "support/sharded_job.h"
 
 namespace moka {
 namespace {
@@ -242,6 +243,42 @@ TEST(MpiJob, JobRunnerCheckpointsAcrossRanksWithAMultiNodeManagerAndResumes) {
   options.resume_latest = true;
   EXPECT_EQ(JobRunner(job, cm, options).train(resumed), kEpochs);
   testing::expect_same_tensors(blobs_of(local), blobs_of(resumed));
+  barrier(resumed);
+  if (resumed.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// One trainer node per rank, each reading its shard of one dataset; checkpointed every epoch, then resumed
+// from the middle of a pass: the same tallies as an uninterrupted run in one process.
+TEST(MpiJob, ShardedReadersOnEveryRankReadEachRecordOncePerPassAndResumeMidPass) {
+  MpiSession first;
+  const testing::ShardedJobShape shape{.shards = first.size(), .rows = 24, .per_epoch = 12 / first.size(), .epochs = 5};
+  Job job = testing::sharded_job(shape);
+  LocalSession compiling;
+  const JobDef def = job.compile(compiling);
+  LocalSession local;
+  EXPECT_EQ(run_job(def, local).last_epoch, shape.epochs);
+  auto tallies = [&](Session& s) {
+    std::map<std::string, Tensor> out;
+    for (int i = 0; i < shape.shards; ++i)
+      for (const char* blob : {"total", "count"})
+        out[testing::shard_node(i) + "/" + blob] = s.fetch(testing::shard_node(i), blob);
+    return out;
+  };
+  const auto want = tallies(local);
+  for (int i = 0; i < shape.shards; ++i)
+    EXPECT_EQ(want.at(testing::shard_node(i) + "/total").values<int64_t>()[0],
+              testing::expected_total_and_count(shape, i).first);
+  const std::string dir = shared_dir(first);
+  EXPECT_EQ(run_job(def, first, {.checkpoint_dir = dir}).last_epoch, shape.epochs);
+  testing::expect_same_tensors(want, tallies(first));
+  for (int i = 0; i < shape.shards; ++i) EXPECT_EQ(first.rank_of(testing::shard_node(i)), i);
+  uncommit_after(first, dir, 1);  // epoch 1 ends in the middle of a pass (a pass takes two epochs)
+  MpiSession resumed;
+  JobRunOptions options{.checkpoint_dir = dir};
+  options.resume_latest = true;
+  const JobRunResult r = run_job(def, resumed, options);
+  EXPECT_EQ(r.resumed_from, std::optional<int64_t>(1));
+  testing::expect_same_tensors(want, tallies(resumed));
   barrier(resumed);
   if (resumed.rank() == 0) std::filesystem::remove_all(dir);
 }

@@ -101,6 +101,12 @@ class DatasetRandomReader final : public Reader {
                         int64_t batch_size = 1, std::vector<Arg> extra_args = {});
   /// Uses a blob of int64 row indices instead of sort_and_shuffle().
   void set_indices(const BlobRef& indices) { indices_ = indices; }
+  /// @brief Reads only shard `shard_id` of `num_shards` (moka addition, docs/pipelines.md §3.2):
+  /// `ShardIndices` into net, after compute_offset() (and sort_and_shuffle(), whose order it then
+  /// splits). Shards are whole batches of this reader's batch_size; the readers of shards
+  /// 0..num_shards-1 of one dataset read every record exactly once between them. InvalidInput
+  /// before compute_offset(), or for a shard_id outside [0, num_shards).
+  void shard(Net& net, int64_t shard_id, int64_t num_shards);
   ReadOutput read(Net& read_net) override;
   void reset(Net& net) override;
   std::string type_name() const override { return "DatasetRandomReader"; }

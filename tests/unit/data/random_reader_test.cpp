@@ -1,5 +1,7 @@
 // Unit tests: Dataset::random_reader run in a LocalSession, through pipe() into a dataset writer —
-// every row once, seeded order (same seed → same order, another seed → another), batches, loop_over.
+// every row once, seeded order (same seed → same order, another seed → another), batches, loop_over, and
+// sharded readers (ShardIndices).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +35,9 @@ struct RandomReadOptions {
   int32_t num_runtime_threads = 1;
   bool loop_over = false;
   std::optional<int64_t> num_iter{};  // given: the reader is wrapped in ReaderWithLimit
+  bool shuffle = true;                // false: no SortAndShuffle (the records in order)
+  int64_t num_shards = 0;             // > 0: the reader reads shard shard_id of num_shards
+  int64_t shard_id = 0;
 };
 
 // What the destination dataset holds after one run: column "val" (the source row number) and
@@ -59,8 +64,9 @@ ReadResult read_randomly(const RandomReadOptions& o) {
   // As Caffe2's dataset test: the cursor, the index and the offsets are made by an init net that
   // runs before the pipe (the reader's setup in the pipe's task then adds nothing).
   auto reader = src.random_reader({.init_net = init, .batch_size = o.batch_size, .loop_over = o.loop_over});
-  reader->sort_and_shuffle(init, "", /*shuffle_size=*/1, o.batch_size, {{"seed", o.seed}});
+  if (o.shuffle) reader->sort_and_shuffle(init, "", /*shuffle_size=*/1, o.batch_size, {{"seed", o.seed}});
   reader->compute_offset(init);
+  if (o.num_shards > 0) reader->shard(init, o.shard_id, o.num_shards);
   session.run(init);
 
   std::shared_ptr<Reader> input = reader;
@@ -118,6 +124,67 @@ TEST(RandomReader, BatchesOfEight) {
     for (std::size_t i = b; i < b + 8; ++i) EXPECT_EQ(r.val[i] / 8, chunk) << "row " << i;
   }
   EXPECT_EQ(read_randomly({.rows = 100, .seed = 3, .batch_size = 8}).val, r.val);
+}
+
+// Shards of one dataset (ShardIndices): disjoint, together every record once, each a set of whole batches
+// of the reader's batch_size — in order, and of one seeded permutation.
+TEST(ShardedReader, ShardsAreDisjointWholeBatchesThatCoverEveryRecord) {
+  for (bool shuffle : {false, true}) {
+    for (int64_t shards = 1; shards <= 4; ++shards) {
+      for (int64_t batch : {1, 3}) {
+        const std::string what = fmt::format("shuffle {}, {} shards, batch {}", shuffle, shards, batch);
+        std::vector<int64_t> all;
+        for (int64_t id = 0; id < shards; ++id) {
+          const ReadResult r = read_randomly(
+              {.rows = 25, .seed = 9, .batch_size = batch, .shuffle = shuffle, .num_shards = shards, .shard_id = id});
+          expect_rows_consistent(r);
+          if (!shuffle) {  // blocks id, id + shards, ... of 0..24, in order
+            std::vector<int64_t> want;
+            for (int64_t start = id * batch; start < 25; start += shards * batch)
+              for (int64_t k = start; k < std::min<int64_t>(25, start + batch); ++k) want.push_back(k);
+            EXPECT_EQ(r.val, want) << what << ", shard " << id;
+          }
+          all.insert(all.end(), r.val.begin(), r.val.end());
+        }
+        EXPECT_EQ(sorted(all), iota(25)) << what;
+      }
+    }
+  }
+  // A shuffled shard is a share of the one permutation: the same seed gives the same share.
+  EXPECT_EQ(read_randomly({.rows = 40, .seed = 4, .batch_size = 2, .num_shards = 3, .shard_id = 1}).val,
+            read_randomly({.rows = 40, .seed = 4, .batch_size = 2, .num_shards = 3, .shard_id = 1}).val);
+}
+
+TEST(ShardedReader, AShardThatDoesNotExistIsRefused) {
+  for (auto [id, n] : {std::pair<int64_t, int64_t>{2, 2}, {-1, 2}, {1, 1}}) {
+    const std::string msg = invalid_input([&] { read_randomly({.rows = 5, .num_shards = n, .shard_id = id}); });
+    EXPECT_NE(msg.find(fmt::format("shard {} of {} does not exist", id, n)), std::string::npos) << msg;
+  }
+  // Before compute_offset there is nothing to shard.
+  Net init("no_offsets");
+  Dataset ds(schema::ConstRecord(init, schema::Struct({{"val", schema::Scalar(Tensor::vector<int64_t>({1, 2}))}})));
+  auto reader = ds.random_reader({.init_net = init});
+  EXPECT_NE(invalid_input([&] { reader->shard(init, 0, 2); }).find("needs compute_offset() first"), std::string::npos);
+  reader->compute_offset(init);
+  EXPECT_NE(invalid_input([&] { reader->shard(init, 0, 0); }).find("shard 0 of 0 does not exist"), std::string::npos);
+}
+
+// The operator itself: arguments checked when it is made, an order holding a record the dataset lacks refused.
+TEST(ShardedReader, ShardIndicesChecksItsArgumentsAndInputs) {
+  LocalSession session;
+  Net bad_arg("bad_arg");
+  bad_arg.op("ShardIndices", {bad_arg.Const(std::vector<int64_t>{0})}, 1,
+             {{"num_shards", int64_t{2}}, {"shard_id", int64_t{5}}});
+  EXPECT_NE(invalid_input([&] { session.run(bad_arg); }).find("\"shard_id\" = 5 must be in [0, num_shards = 2)"),
+            std::string::npos);
+  Net bad_order("bad_order");
+  const BlobRef offsets = bad_order
+                              .op("GivenTensorInt64Fill", {}, 1,
+                                  {{"shape", std::vector<int64_t>{4, 1}}, {"values", std::vector<int64_t>{0, 1, 2, 3}}})
+                              .single();
+  bad_order.op("ShardIndices", {offsets, bad_order.Const(std::vector<int64_t>{0, 7})}, 1, {{"num_shards", int64_t{2}}});
+  EXPECT_NE(invalid_input([&] { session.run(bad_order); }).find("= 7 is not a record of a dataset of 3 rows"),
+            std::string::npos);
 }
 
 // Several task instances share the cursor: each row still goes out exactly once.
