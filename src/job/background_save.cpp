@@ -99,18 +99,25 @@ uint64_t BackgroundSave::snapshot(const std::string& node, const std::string& db
 
 void BackgroundSave::discard() { taking_.reset(); }
 
-void BackgroundSave::start(int64_t epoch, const std::string& db_type, std::function<void()> then) {
+void BackgroundSave::start(int64_t epoch, const std::string& db_type, std::function<void(std::exception_ptr)> then) {
   if (pending_.valid()) throw RuntimeError("BackgroundSave::start: a save is in flight (wait() first)");
   writing_ = taking_ ? std::move(taking_) : std::make_shared<std::vector<Node>>();
   taking_.reset();
   epoch_ = epoch;
   pending_ = std::async(std::launch::async, [nodes = writing_, db_type, then = std::move(then)] {
-    for (Node& n : *nodes) {
-      const auto t0 = std::chrono::steady_clock::now();
-      write_node(db_type, n.db_path, n.records);
-      n.write_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    std::exception_ptr failed;
+    try {
+      for (Node& n : *nodes) {
+        const auto t0 = std::chrono::steady_clock::now();
+        write_node(db_type, n.db_path, n.records);
+        n.write_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      }
+    } catch (...) {
+      failed = std::current_exception();
     }
-    if (then) then();
+    if (then) then(failed);
+    if (failed && !then) std::rethrow_exception(failed);
   });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -40,8 +41,10 @@ class BackgroundSave {
   uint64_t snapshot(const std::string& node, const std::string& db_path, const Workspace& ws,
                     const std::vector<std::string>& blobs);
   /// @brief Writes the snapshots taken since the last start() with `db_type`, then runs `then`, on a
-  /// thread of its own. Requires no save in flight (wait() first).
-  void start(int64_t epoch, const std::string& db_type, std::function<void()> then);
+  /// thread of its own, with the error the writing met (null when every DB was written): `then` runs
+  /// either way (across processes it must tell the others), and what it throws is the save's error.
+  /// Requires no save in flight (wait() first).
+  void start(int64_t epoch, const std::string& db_type, std::function<void(std::exception_ptr)> then);
   /// @brief Drops the snapshots taken since the last start() (after a failed snapshot()).
   void discard();
   bool in_flight() const noexcept;

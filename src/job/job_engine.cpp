@@ -215,7 +215,7 @@ class JobEngine {
     // starts (inside the try below it would be re-wrapped as this epoch's failure).
     wait_for_background_save();
     try {
-      if (!store_->accessible()) {
+      if (!accessible()) {
         log(fmt::format("Checkpoint files cannot be accessed! (epoch {} not saved)", epoch));
       } else {
         report.checkpointed = true;
@@ -223,22 +223,44 @@ class JobEngine {
         // did not verify) stops counting before its files are overwritten.
         on_leader([&] { uncommit_checkpoint(dir_, epoch); });
         auto files = store_->files(epoch);
-        if (across_) {
-          report.checkpoint_bytes = save_across(epoch, report.stop, files);
-        } else if (opt_.background_save) {
+        std::vector<std::pair<std::string, std::string>> mine;  // the files this process writes
+        for (const auto& f : files)
+          if (!across_ || store_->hosts(f.first)) mine.push_back(f);
+        if (opt_.background_save) {
           background_.discard();  // what a failed snapshot of an earlier epoch left
-          for (const auto& [node, db] : files)
-            report.checkpoint_bytes +=
-                background_.snapshot(node, db, store_->workspace(node), store_->blob_names(node));
+          report.checkpoint_bytes = summed([&] {
+            uint64_t bytes = 0;
+            for (const auto& [node, db] : mine)
+              bytes += background_.snapshot(node, db, store_->workspace(node), store_->blob_names(node));
+            return bytes;
+          });
           report.background = true;
           background_bytes_ = report.checkpoint_bytes;
           background_files_ = files;
-          // The writer thread touches only the snapshots, the files and background_deleted_ (read
-          // after wait()); the store, the log and the result stay on this thread.
+          // The writer thread touches only the snapshots, the files, its own agreement (a channel
+          // of its own across processes) and background_deleted_ (read after wait()); the store,
+          // the log and the result stay on this thread.
           background_deleted_.clear();
-          background_.start(epoch, db_type_, [this, epoch, stop = report.stop, files = std::move(files)] {
-            background_deleted_ = commit(epoch, stop, files);
-          });
+          background_.start(epoch, db_type_,
+                            [this, epoch, stop = report.stop, files = std::move(files),
+                             mine = std::move(mine)](std::exception_ptr write_error) {
+                              if (!across_) {
+                                if (write_error) std::rethrow_exception(write_error);
+                                background_deleted_ = commit(epoch, stop, files);
+                                return;
+                              }
+                              background_deleted_ =
+                                  commit_across(*settings_.background_processes, epoch, stop, files, mine, [&] {
+                                    if (write_error) std::rethrow_exception(write_error);
+                                    return uint64_t{0};
+                                  }).second;
+                            });
+        } else if (across_) {
+          auto [bytes, deleted] =
+              commit_across(*across_, epoch, report.stop, files, mine, [&] { return store_->write(epoch, db_type_); });
+          report.checkpoint_bytes = bytes;
+          record_deleted(deleted);
+          store_->saved(epoch, nullptr);
         } else {
           report.checkpoint_bytes = store_->write(epoch, db_type_);
           record_deleted(commit(epoch, report.stop, files));
@@ -254,15 +276,17 @@ class JobEngine {
     if (opt_.on_epoch) opt_.on_epoch(report);
   }
 
-  // Across processes: each process writes the DBs of the nodes it hosts and reads them back; once
-  // every process's files are durable and digested, process 0 writes the manifest of all of them
-  // and applies retention; every process learns the outcome. Returns the bytes of all processes.
-  uint64_t save_across(int64_t epoch, bool stop, const std::vector<std::pair<std::string, std::string>>& files) {
-    std::vector<std::pair<std::string, std::string>> mine;
-    for (const auto& f : files)
-      if (store_->hosts(f.first)) mine.push_back(f);
-    const auto parts = across_->all([&] {
-      const uint64_t bytes = store_->write(epoch, db_type_);
+  // Across processes: each process writes the DBs of the nodes it hosts (`write`, which returns its
+  // bytes) and reads them back; once every process's files are durable and digested, process 0 writes
+  // the manifest of all of them and applies retention; every process learns the outcome. Returns the
+  // bytes of all processes and the epochs retention deleted. `agree` is the engine's, or the
+  // background writer's own.
+  std::pair<uint64_t, std::vector<int64_t>> commit_across(ProcessAgreement& agree, int64_t epoch, bool stop,
+                                                          const std::vector<std::pair<std::string, std::string>>& files,
+                                                          const std::vector<std::pair<std::string, std::string>>& mine,
+                                                          const std::function<uint64_t()>& write) {
+    const auto parts = agree.all([&] {
+      const uint64_t bytes = write();
       return files_record(bytes, digest_checkpoint_files(dir_, epoch, db_type_, mine));
     });
     uint64_t bytes = 0;
@@ -275,13 +299,26 @@ class JobEngine {
         throw RuntimeError(fmt::format("checkpoint epoch {}: no process wrote the DB of node '{}'", epoch, node));
       m.files.push_back(*it);
     }
-    const auto deleted = nlohmann::json::parse(across_->leader([&] {
+    const auto deleted = nlohmann::json::parse(agree.leader([&] {
       write_manifest(dir_, m);
       return nlohmann::json(apply_retention(dir_, opt_.retention)).dump();
     }));
-    record_deleted(deleted.get<std::vector<int64_t>>());
-    store_->saved(epoch, nullptr);
-    return bytes;
+    return {bytes, deleted.get<std::vector<int64_t>>()};
+  }
+
+  // Whether the store can write now: across processes, only when every process's can.
+  bool accessible() {
+    if (!across_) return store_->accessible();
+    const auto all = across_->all([&] { return std::string(store_->accessible() ? "1" : "0"); });
+    return std::all_of(all.begin(), all.end(), [](const std::string& a) { return a == "1"; });
+  }
+
+  // `step`'s byte count here, or summed over every process (failing everywhere if it failed anywhere).
+  uint64_t summed(const std::function<uint64_t()>& step) {
+    if (!across_) return step();
+    uint64_t total = 0;
+    for (const auto& b : across_->all([&] { return std::to_string(step()); })) total += std::stoull(b);
+    return total;
   }
 
   // `step` on every process, failing everywhere if it failed anywhere (or just here, in one process).

@@ -84,8 +84,11 @@ struct JobEngineSettings {
   /// own_directory: process 0 holds the directory (lock, temporary files, manifests, retention), each
   /// process writes and verifies the DBs of the nodes it hosts, and every decision — where to start,
   /// whether an epoch is committed — is the same on every process (docs/distributed.md §6.2). Null:
-  /// one process. Not with background_save.
+  /// one process.
   ProcessAgreement* processes = nullptr;
+  /// With processes and background_save: the background writer's agreement, over a ProcessChannel of
+  /// its own (the writer agrees while the next epoch's runs use the session).
+  ProcessAgreement* background_processes = nullptr;
   /// Where warnings go (skipped epochs, retention, failed saves, inaccessible checkpoints); none: silent.
   std::function<void(std::string_view)> log{};
 };

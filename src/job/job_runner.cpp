@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "job/job_engine.h"
 #include "job/process_agreement.h"
@@ -177,12 +178,6 @@ int64_t JobRunner::train(Session& session) {
   // Every node gets its process before anything runs or loads: where a run from scratch puts it.
   for (TaskGroup* g : {&job_.init_group(), &job_.epoch_group(), &job_.download_group(), &job_.exit_group()})
     session.place(session.compile(*g));
-  // Background saves snapshot the node workspaces, which must all be in this process.
-  if (cm && options_.background_save && session.processes() > 1)
-    throw InvalidInput(
-        fmt::format("JobRunner: background_save needs every node in this process (it snapshots the node "
-                    "workspaces); the session spans {} processes",
-                    session.processes()));
   // One engine for every job (detail::run_job_engine): what differs from run_job is how the groups
   // run (in the session) and how node DBs are written and read (the manager's task groups).
   JobRunOptions run;
@@ -206,7 +201,16 @@ int64_t JobRunner::train(Session& session) {
   detail::ProcessAgreement agreement(session);
   detail::JobEngineSettings settings;
   settings.own_directory = false;
-  if (cm && session.processes() > 1) settings.processes = &agreement;
+  std::unique_ptr<ProcessChannel> channel;  // the background writer's own, across processes
+  std::optional<detail::ProcessAgreement> background;
+  if (cm && session.processes() > 1) {
+    settings.processes = &agreement;
+    if (options_.background_save) {
+      channel = session.open_channel();
+      background.emplace(*channel);
+      settings.background_processes = &*background;
+    }
+  }
   settings.log = [this](std::string_view message) { log(message); };
   return detail::run_job_engine(groups, store ? &*store : nullptr, run, settings).last_epoch;
 }

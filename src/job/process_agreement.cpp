@@ -8,8 +8,15 @@
 
 namespace moka::detail {
 
-int ProcessAgreement::process() const noexcept { return session_.process(); }
-int ProcessAgreement::processes() const noexcept { return session_.processes(); }
+ProcessAgreement::ProcessAgreement(Session& session)
+    : allgather_([&session](const std::string& v) { return session.allgather(v); }),
+      process_(session.process()),
+      processes_(session.processes()) {}
+
+ProcessAgreement::ProcessAgreement(ProcessChannel& channel)
+    : allgather_([&channel](const std::string& v) { return channel.allgather(v); }),
+      process_(channel.process()),
+      processes_(channel.processes()) {}
 
 std::vector<std::string> ProcessAgreement::all(const std::function<std::string()>& step) { return exchange(&step); }
 
@@ -27,7 +34,7 @@ std::vector<std::string> ProcessAgreement::exchange(const std::function<std::str
       mine = "E" + error_record(std::current_exception());
     }
   }
-  std::vector<std::string> all = session_.allgather(mine);
+  std::vector<std::string> all = allgather_(mine);
   for (size_t p = 0; p < all.size(); ++p) {
     if (!all[p].empty() && all[p][0] == 'E') rethrow_record(std::string_view(all[p]).substr(1), static_cast<int>(p));
   }

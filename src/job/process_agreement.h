@@ -7,23 +7,28 @@
 #include <vector>
 
 namespace moka {
+class ProcessChannel;
 class Session;
-}
+}  // namespace moka
 
 namespace moka::detail {
 
 /// @brief Steps that every process of a session takes together: `all` runs a step on every process,
-/// `leader` on process 0 only; then the processes exchange outcomes (Session::allgather), and when a
+/// `leader` on process 0 only; then the processes exchange outcomes (Session::allgather, or a
+/// ProcessChannel's), and when a
 /// step failed anywhere every process throws the error of the lowest process that failed (same class
 /// and message, `rank R` outermost). So the processes leave each agreement together, with the same
 /// results or the same error, and none waits for another that has given up.
 /// Every process must make the same calls in the same order (each call is collective).
 class ProcessAgreement {
  public:
-  explicit ProcessAgreement(Session& session) : session_(session) {}
+  /// Over the session's own allgather (the thread that runs the session).
+  explicit ProcessAgreement(Session& session);
+  /// Over a channel of its own (another thread).
+  explicit ProcessAgreement(ProcessChannel& channel);
 
-  int process() const noexcept;
-  int processes() const noexcept;
+  int process() const noexcept { return process_; }
+  int processes() const noexcept { return processes_; }
   bool leader() const noexcept { return process() == 0; }
 
   /// Runs `step` here; returns every process's result, by process.
@@ -34,7 +39,9 @@ class ProcessAgreement {
  private:
   std::vector<std::string> exchange(const std::function<std::string()>* step);
 
-  Session& session_;
+  std::function<std::vector<std::string>(const std::string&)> allgather_;
+  int process_ = 0;
+  int processes_ = 1;
 };
 
 }  // namespace moka::detail

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -227,11 +228,6 @@ class NodeStore final : public detail::JobCheckpointStore {
 JobRunResult run_job(const JobDef& job, Session& session, const JobRunOptions& options) {
   validate(job, options);
   const bool across = session.processes() > 1;
-  if (across && !options.checkpoint_dir.empty() && options.background_save)
-    throw InvalidInput(
-        fmt::format("background_save of a job whose nodes span {} processes is not supported yet: save in the "
-                    "foreground (without --background-save), or run the job in one process",
-                    session.processes()));
   // Every node gets its process before anything loads: where a run from scratch would put it.
   for (const TaskGroupDef* group : {&job.init_group, &job.epoch_group, &job.download_group, &job.exit_group})
     session.place(*group);
@@ -241,7 +237,17 @@ JobRunResult run_job(const JobDef& job, Session& session, const JobRunOptions& o
   detail::JobEngineSettings settings;
   settings.job_digest = options.checkpoint_dir.empty() ? std::string() : job_digest(job);
   settings.own_directory = true;
-  if (across) settings.processes = &agreement;
+  // The background writer agrees over a channel of its own (made collectively, before anything runs).
+  std::unique_ptr<ProcessChannel> channel;
+  std::optional<detail::ProcessAgreement> background;
+  if (across) {
+    settings.processes = &agreement;
+    if (options.background_save && !options.checkpoint_dir.empty()) {
+      channel = session.open_channel();
+      background.emplace(*channel);
+      settings.background_processes = &*background;
+    }
+  }
   return detail::run_job_engine(groups, &store, options, settings);
 }
 

@@ -433,6 +433,24 @@ int MpiSession::rank() const noexcept { return state_->comm.rank(); }
 int MpiSession::size() const noexcept { return state_->comm.size(); }
 int MpiSession::rank_of(const std::string& node) const { return state_->rank_of(node); }
 
+namespace {
+// A channel between the ranks on communicators of its own, for another thread than the session's.
+class MpiChannel final : public ProcessChannel {
+ public:
+  int process() const noexcept override { return comm_.rank(); }
+  int processes() const noexcept override { return comm_.size(); }
+  std::vector<std::string> allgather(const std::string& value) override { return comm_.allgather(value); }
+
+ private:
+  detail::MpiComm comm_;
+};
+}  // namespace
+
+std::unique_ptr<ProcessChannel> MpiSession::open_channel() {
+  state_->check_open();
+  return std::make_unique<MpiChannel>();
+}
+
 void MpiSession::place(const TaskGroupDef& group) {
   for (const NodePlanDef& n : group.nodes) state_->place(n.node);
 }

@@ -75,6 +75,8 @@ class MpiSession final : public Session {
   void place(const TaskGroupDef& group) override;
   /// Every rank's `value`, by rank (collective; strings of any length).
   std::vector<std::string> allgather(const std::string& value) override;
+  /// A channel on a duplicate of MPI_COMM_WORLD of its own (collective).
+  std::unique_ptr<ProcessChannel> open_channel() override;
   /// A node's workspace on the rank that hosts it. InvalidInput on another rank.
   Workspace& workspace(const std::string& node) override;
   /// @brief The value of blob on node, on every rank (collective: the hosting rank broadcasts it).

@@ -2,6 +2,7 @@
 // (docs/sessions.md §8).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,19 @@
 #include "moka/defs/task_group_def.h"
 
 namespace moka {
+
+/// @brief A channel of its own between the processes of a session, for agreeing from a thread other
+/// than the one that runs (the job engine's background checkpoint writer): its allgather never
+/// mixes with the session's runs. Made collectively (Session::open_channel). Thread-safety: one
+/// thread at a time per channel.
+class ProcessChannel {
+ public:
+  virtual ~ProcessChannel() = default;
+  virtual int process() const noexcept = 0;
+  virtual int processes() const noexcept = 0;
+  /// Collective over the channel: every process's `value`, by process.
+  virtual std::vector<std::string> allgather(const std::string& value) = 0;
+};
 
 /// @brief Runs Tasks, TaskGroups, steps, plans and nets somewhere (Caffe2's `Session`).
 ///
@@ -52,6 +66,9 @@ class Session {
   /// @brief Collective over the session's processes: every process's `value`, by process (one
   /// process: just `value`). What the job engine agrees with across processes (docs/distributed.md §6.2).
   virtual std::vector<std::string> allgather(const std::string& value) { return {value}; }
+  /// @brief A new ProcessChannel between the session's processes (collective: every process opens
+  /// its channels in the same order). One process: a channel to itself.
+  virtual std::unique_ptr<ProcessChannel> open_channel();
   virtual void close() = 0;
   virtual bool is_closed() const = 0;
 };

@@ -1,6 +1,6 @@
 // JobRunner with background_save: the same committed checkpoints as foreground saves, a failed
-// background save reported under its own epoch (fatal, or tolerated), retention, resume, and the
-// LocalSession it needs.
+// background save reported under its own epoch (fatal, or tolerated), retention and resume (across
+// processes: tests/mpi/mpi_job_test.cpp).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -131,41 +131,6 @@ TEST(JobRunnerBackground, RetentionIsAppliedAndLoggedOnTheTrainingThread) {
   std::vector<std::string> want;
   for (int e = 0; e <= 3; ++e) want.push_back(fmt::format("retention: deleted checkpoint epoch {}", e));
   EXPECT_EQ(logged, want);
-}
-
-// A Session whose nodes live in other processes: nothing of it runs here.
-class ElsewhereSession final : public Session {
- public:
-  void run(TaskGroup&) override { throw RuntimeError("not here"); }
-  void run(const Task&) override { throw RuntimeError("not here"); }
-  void run(const ExecutionStep&) override { throw RuntimeError("not here"); }
-  void run(const Plan&) override { throw RuntimeError("not here"); }
-  void run(const Net&) override { throw RuntimeError("not here"); }
-  void run(const TaskGroupDef&) override { throw RuntimeError("not here"); }
-  const TaskGroupDef& compile(TaskGroup&) override { return empty_; }
-  Tensor fetch(const std::string&, const std::string&) override { throw RuntimeError("not here"); }
-  bool hosts(const std::string&) const override { return false; }
-  Workspace& workspace(const std::string&) override { throw RuntimeError("not here"); }
-  int processes() const noexcept override { return 2; }
-  void close() override {}
-  bool is_closed() const override { return false; }
-
- private:
-  TaskGroupDef empty_;
-};
-
-TEST(JobRunnerBackground, NeedsEveryNodeInThisProcess) {
-  BgDir dir;
-  ElsewhereSession session;
-  JobRunner runner(weighted_job(2), std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb"),
-                   {.background_save = true});
-  try {
-    runner.train(session);
-    FAIL() << "background save without node workspaces";
-  } catch (const InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("background_save needs every node in this process"), std::string::npos)
-        << e.what();
-  }
 }
 
 }  // namespace

@@ -30,9 +30,10 @@ void expect_tallies(Session& session, const ShardedJobShape& shape, const std::s
     all += session.fetch(testing::shard_node(i), "total").values<int64_t>()[0];
   }
   // Each epoch reads per_epoch records per shard; a whole number of passes reads every record as often.
-  if (shape.epochs * shape.per_epoch * shape.shards % shape.rows == 0)
+  if (shape.epochs * shape.per_epoch * shape.shards % shape.rows == 0) {
     EXPECT_EQ(all, shape.epochs * shape.per_epoch * shape.shards / shape.rows * (shape.rows * (shape.rows - 1) / 2))
         << what;
+  }
 }
 
 TEST(ShardedJob, EveryRecordIsReadOncePerPassOverOneToFourShards) {
