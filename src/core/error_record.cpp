@@ -16,7 +16,9 @@ template <class E>
   const auto& context = j.at("context");
   // context is outermost first; add_context adds an outer location, so the innermost goes first.
   for (auto it = context.rbegin(); it != context.rend(); ++it) e.add_context(it->get<std::string>());
-  if (rank) e.add_context(fmt::format("rank {}", *rank));
+  // An error that crossed ranks once already (an agreement inside a step) keeps its first rank.
+  const bool ranked = !context.empty() && context.front().get<std::string>().rfind("rank ", 0) == 0;
+  if (rank && !ranked) e.add_context(fmt::format("rank {}", *rank));
   throw e;
 }
 

@@ -13,7 +13,8 @@ namespace moka::detail {
 std::string error_record(const std::exception_ptr& error);
 /// Whether a record holds a Cancelled.
 bool is_cancelled_record(std::string_view record);
-/// @brief Throws the record's exception, with `rank R` as its outermost location when `rank` is given.
+/// @brief Throws the record's exception, with `rank R` as its outermost location when `rank` is given
+/// (unless its outermost location already names a rank: it crossed ranks before).
 [[noreturn]] void rethrow_record(std::string_view record, std::optional<int> rank = std::nullopt);
 
 }  // namespace moka::detail

@@ -51,6 +51,8 @@ class JobEngine {
 
   JobRunResult run() {
     const bool checkpointing = store_ && !dir_.empty();
+    if (checkpointing && across_ && opt_.background_save && !settings_.background_processes)
+      throw InvalidInput("job engine: a background save across processes needs the writer's own agreement");
     const std::optional<int64_t> resume = checkpointing ? start() : std::nullopt;
     bool finished = false;
     if (resume) {
