@@ -63,6 +63,7 @@
 #include "moka/operators/counter.h"
 #include "moka/operators/mutex.h"
 #include "moka/operators/operator.h"
+#include "moka/operators/queue_exchange.h"
 #include "moka/operators/registry.h"
 #include "moka/operators/schema.h"
 #include "moka/operators/stats.h"

@@ -211,16 +211,23 @@ TaskOutput final_output(const TaskOutput& output) {
 
 std::pair<std::vector<StepOrNet>, std::vector<StepOrNet>> get_setup_nets(const std::string& key,
                                                                          const std::vector<ExecutionStep>& steps,
-                                                                         const void* target) {
+                                                                         const void* target, const std::string* node) {
   Net init_net(key + "/init");
   Net exit_net(key + "/exit");
   std::vector<StepOrNet> inits, exits;
+  std::vector<const SetupAttribute*> seen;  // this node's, each set up once
   for (const auto& s : steps) {
     for (const auto& attr : s.get_all_attributes(key)) {
       auto* setup = dynamic_cast<SetupAttribute*>(attr.get());
-      if (!setup || setup->setup_used()) continue;
+      if (!setup) continue;
       if (setup->setup_target() && setup->setup_target() != target) continue;
-      append_all(inits, setup->setup(init_net));
+      if (std::find(seen.begin(), seen.end(), setup) != seen.end()) continue;
+      seen.push_back(setup);
+      if (setup->setup_used()) {
+        if (node) append_all(inits, setup->setup_on_node(init_net, *node, false));
+        continue;
+      }
+      append_all(inits, node ? setup->setup_on_node(init_net, *node, true) : setup->setup(init_net));
       append_all(exits, setup->exit(exit_net));
       setup->set_setup_used();
     }

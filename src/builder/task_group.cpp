@@ -103,7 +103,7 @@ TaskGroup TaskGroup::tasks_by_node(const std::function<std::string(const std::st
     std::vector<ExecutionStep> sources;
     for (auto& t : tasks) sources.push_back(t.get_step());
     sources.insert(sources.end(), steps.begin(), steps.end());
-    auto [node_inits, node_exits] = get_setup_nets(kLocalSetup, sources, state_.get());
+    auto [node_inits, node_exits] = get_setup_nets(kLocalSetup, sources, state_.get(), &node);
     std::vector<TaskOutput> outputs;
     WorkspaceType gtype = WorkspaceType::Private;
     for (auto& t : tasks) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "moka/builder/cluster.h"
 #include "moka/builder/net_builder.h"
 #include "moka/core/error.h"
 
@@ -36,6 +37,7 @@ class QueueWriter final : public Writer {
       throw;
     }
     queue_->new_writer(schema(), local_init_net);
+    queue_->note_user(true);
     Net enqueue_net("enqueue");
     enqueue(enqueue_net, queue_->queue(), fields, status, queue_->timeout_secs());
     return {enqueue_net};
@@ -43,6 +45,7 @@ class QueueWriter final : public Writer {
 
   void write(Net& net, const std::vector<BlobRef>& fields) override {
     queue_->check_writer_fields(schema(), fields.size());
+    queue_->note_user(true);
     enqueue(net, queue_->queue(), fields, std::nullopt, queue_->timeout_secs());
   }
 
@@ -66,6 +69,7 @@ class QueueReader final : public Reader {
 
   ReadNets read_ex(Net local_init_net, Net /*local_finish_net*/) override {
     queue_->new_reader(local_init_net);
+    queue_->note_user(false);
     Net dequeue_net("dequeue");
     const auto names = schema().field_names();
     DequeueOutput out = dequeue(dequeue_net, queue_->queue(), static_cast<int64_t>(names.size()), std::nullopt, names,
@@ -74,6 +78,7 @@ class QueueReader final : public Reader {
   }
 
   ReadOutput read(Net& net) override {
+    queue_->note_user(false);
     const auto names = schema().field_names();
     DequeueOutput out = dequeue(net, queue_->queue(), static_cast<int64_t>(names.size()), std::nullopt, names,
                                 num_dequeue_records_, queue_->timeout_secs());
@@ -122,7 +127,12 @@ std::vector<StepOrNet> Queue::setup(Net& init_net) {
               {{"capacity", capacity_}, {"num_blobs", static_cast<int64_t>(names.size())}, {"field_names", names}});
   // Reset with the queue on every run: the writer tasks built so far, less the last one (whose
   // CountDown finds 0 and closes).
-  if (num_writer_tasks_ > 0) init_net.op("CreateCounter", {}, {writers_left_}, {{"init_count", num_writer_tasks_ - 1}});
+  // With writers on other nodes (connected to this one), each of those nodes counts once: its last
+  // writer task tells this node.
+  int64_t count = num_writer_tasks_;
+  for (const auto& [node, use] : users_)
+    if (!owner_.empty() && node != owner_ && use.writer_tasks > 0) count -= use.writer_tasks - 1;
+  if (num_writer_tasks_ > 0) init_net.op("CreateCounter", {}, {writers_left_}, {{"init_count", count - 1}});
   set_up_ = true;
   return {};
 }
@@ -135,15 +145,62 @@ bool Queue::add_writer_exit(Net& exit_net) {
     return false;
   }
   ++num_writer_tasks_;
+  ++users_[Node::current_name()].writer_tasks;
   // One atomic decrement: exactly one writer task (the last) closes the queue, however the
   // tasks' exits interleave. One operator, not CountDown + If: If's nested net would keep the
   // pipe off fibers.
-  exit_net.op("CountDownCloseBlobsQueue", {queue_, writers_left_}, 0);
+  exit_net.op("CountDownCloseBlobsQueue", {queue_}, 0,
+              {{"counter", writers_left_.name()}, {"node", Node::current_name()}});
   return true;
 }
 
 void Queue::drop_writer_task() {
-  if (!set_up_ && num_writer_tasks_ > 0) --num_writer_tasks_;
+  if (!set_up_ && num_writer_tasks_ > 0) {
+    --num_writer_tasks_;
+    auto it = users_.find(Node::current_name());
+    if (it != users_.end() && it->second.writer_tasks > 0) --it->second.writer_tasks;
+  }
+}
+
+void Queue::note_user(bool writer) {
+  NodeUse& use = users_[Node::current_name()];
+  (writer ? use.writes : use.reads) = true;
+}
+
+std::vector<StepOrNet> Queue::setup_on_node(Net& init_net, const std::string& node, bool first) {
+  if (first) {
+    owner_ = node;
+    std::vector<StepOrNet> out = setup(init_net);
+    const bool shared = std::any_of(users_.begin(), users_.end(), [&](const auto& u) { return u.first != node; });
+    if (shared) {
+      std::vector<BlobRef> inputs{queue_};
+      if (num_writer_tasks_ > 0) inputs.push_back(writers_left_);
+      init_net.op("ExportBlobsQueue", inputs, 0, {{"node", node}});
+    }
+    return out;
+  }
+  if (!schema_) throw InvalidInput(fmt::format("This queue does not have a schema. ({})", queue_.name()));
+  const NodeUse use = users_.count(node) ? users_.at(node) : NodeUse{};
+  if (use.reads && use.writes)
+    throw InvalidInput(fmt::format(
+        "Queue \"{}\": tasks of node \"{}\" both read and write it, but it lives on node \"{}\" (a node may read or "
+        "write another node's queue, not both: give the node a queue of its own)",
+        queue_.name(), node, owner_));
+  const auto names = schema_->field_names();
+  init_net.op("ConnectBlobsQueue", {}, {queue_},
+              {{"owner", owner_},
+               {"role", std::string(use.writes ? "writer" : "reader")},
+               {"num_blobs", static_cast<int64_t>(names.size())},
+               {"field_names", names},
+               {"capacity", capacity_},
+               {"node", node}});
+  // This node's own count of its writer tasks, `<writers_left>:<node>` (a name of its own even where every
+  // node shares a workspace): its last one tells the owner (CountDownCloseBlobsQueue on a connected queue
+  // counts the node down on the owner's counter).
+  if (use.writer_tasks > 0)
+    init_net.op("CreateCounter", {}, {BlobRef(writers_left_.name() + ":" + node)},
+                {{"init_count", use.writer_tasks - 1}});
+  return {};
 }
 
 void Queue::check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const {

@@ -308,7 +308,12 @@ void for_each_operator(const NetDef& net, F& f) {
 
 void MpiCollectiveService::prepare(const TaskGroupDef& def, const std::function<int(const std::string&)>& rank_of) {
   std::vector<std::string> all;
-  for (const NodePlanDef& n : def.nodes) all.push_back(n.node);
+  std::map<std::string, int> ranks;
+  for (const NodePlanDef& n : def.nodes) {
+    all.push_back(n.node);
+    ranks[n.node] = rank_of(n.node);
+  }
+  queues_.new_run(std::move(ranks));
   std::set<std::pair<std::string, std::vector<std::string>>> wanted;
   auto visit = [&](const OperatorDef& op) {
     if (op.type != "CreateCommonWorld" || op.output.empty()) return;

@@ -13,6 +13,7 @@
 #include "moka/defs/task_group_def.h"
 #include "moka/operators/collectives.h"
 #include "mpi/mpi_comm.h"
+#include "mpi/mpi_queue_exchange.h"
 
 namespace moka::detail {
 
@@ -32,6 +33,8 @@ class MpiCollectiveService final : public CollectiveService {
  public:
   explicit MpiCollectiveService(const MpiComm& comm) : comm_(comm) {}
 
+  /// Queues shared by nodes on several ranks.
+  QueueExchange& queues() override { return queues_; }
   /// Collective over every rank; `rank_of` gives each node's rank.
   void prepare(const TaskGroupDef& def, const std::function<int(const std::string&)>& rank_of);
   /// Collective over every rank (every rank knows the run failed).
@@ -55,6 +58,7 @@ class MpiCollectiveService final : public CollectiveService {
     std::shared_ptr<MpiTransport> transport;  // null on a rank outside the world
   };
   const MpiComm& comm_;
+  MpiQueueExchange queues_;
   std::mutex mu_;
   std::map<std::string, int> rank_of_;                                        // node -> rank, as of prepare()
   std::map<std::pair<std::string, std::vector<std::string>>, World> worlds_;  // (name, nodes)

@@ -62,6 +62,7 @@ class MpiComm {
 
  private:
   friend class FailureNotices;
+  friend class MpiQueueExchange;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm notices_ = MPI_COMM_NULL;  // FailureNotices' own traffic, apart from the collectives
   int rank_ = 0;

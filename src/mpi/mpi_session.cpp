@@ -20,6 +20,7 @@
 #include "moka/session/node_workspaces.h"
 #include "moka/session/run_task_group.h"
 #include "moka/storage/blob_serializer.h"
+#include "mpi/length_prefixed.h"
 #include "mpi/mpi_collectives.h"
 #include "mpi/mpi_comm.h"
 #include "session/compiled_runnables.h"
@@ -42,26 +43,6 @@ std::string value_record(const NodeWorkspaces& nodes, const std::string& node, c
   } catch (...) {
     return "E" + detail::error_record(std::current_exception());
   }
-}
-
-// Records joined as <8-byte length><record>..., in order.
-void append_record(std::string& out, const std::string& record) {
-  const uint64_t n = record.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out += record;
-}
-std::vector<std::string> split_records(std::string_view in) {
-  std::vector<std::string> out;
-  while (!in.empty()) {
-    uint64_t n = 0;
-    if (in.size() < sizeof n) throw RuntimeError("MpiSession: a truncated message from another rank");
-    std::memcpy(&n, in.data(), sizeof n);
-    in.remove_prefix(sizeof n);
-    if (in.size() < n) throw RuntimeError("MpiSession: a truncated message from another rank");
-    out.emplace_back(in.substr(0, n));
-    in.remove_prefix(n);
-  }
-  return out;
 }
 
 // What a fetch of a value record gives: the tensor, or the error the owning rank met.
@@ -311,7 +292,7 @@ struct MpiSession::State {
     for (const NodePlanDef& n : c.def.nodes)
       if (!n.outputs.empty() && rank_of(n.node) == comm.rank())
         for (const std::string& blob : n.outputs)
-          append_record(description, describe_output(*workspaces, n.node, blob));
+          detail::append_record(description, describe_output(*workspaces, n.node, blob));
     return description;
   }
 
@@ -323,7 +304,7 @@ struct MpiSession::State {
     std::vector<std::vector<std::string>> records(sizes.size());
     if (std::any_of(sizes.begin(), sizes.end(), [](uint64_t n) { return n > 0; })) {
       const std::vector<std::string> all = comm.allgather(description, sizes);
-      for (size_t r = 0; r < all.size(); ++r) records[r] = split_records(all[r]);
+      for (size_t r = 0; r < all.size(); ++r) records[r] = detail::split_records(all[r], "MpiSession");
     }
     std::vector<size_t> next(sizes.size(), 0);
     for (const NodePlanDef& n : c.def.nodes) {

@@ -21,6 +21,7 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_timer_ops(reg);
   register_dataset_ops(reg);
   register_queue_ops(reg);
+  register_queue_link_ops(reg);
   register_collective_ops(reg);
   // The others wait only in BlobsQueue reads and writes and in collectives, which yield inside a fiber.
   for (const std::string& type : reg.types())

@@ -14,6 +14,7 @@ void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, GetAllBlobNam
 void register_counter_ops(OperatorRegistry& reg);
 void register_timer_ops(OperatorRegistry& reg);
 void register_dataset_ops(OperatorRegistry& reg);     // TreeCursor readers, Append, AtomicAppend, IsEmpty, ...
+void register_queue_link_ops(OperatorRegistry& reg);  // ExportBlobsQueue, ConnectBlobsQueue (queue_link_ops.cpp)
 void register_queue_ops(OperatorRegistry& reg);       // BlobsQueue operators (queue_ops.cpp)
 void register_collective_ops(OperatorRegistry& reg);  // CreateCommonWorld, Allreduce, Broadcast, Allgather, Barrier
 }  // namespace detail

@@ -27,7 +27,7 @@ class CreateCommonWorldOp final : public OperatorBase {
 
   bool run() override {
     const std::optional<CollectiveBinding> binding = find_collective_binding(*workspace());
-    if (!binding)
+    if (!binding || binding->node.empty())
       throw InvalidInput(fmt::format(
           "CreateCommonWorld \"{}\": this workspace is no node's workspace of a session (collectives run in "
           "the nodes of a LocalSession or MpiSession, each node with a workspace of its own)",

@@ -13,6 +13,7 @@
 namespace moka {
 
 void CollectiveService::begin_run(std::vector<std::string> nodes) {
+  queues().begin_run(nodes);
   std::lock_guard lk(mu_);
   group_nodes_ = std::move(nodes);
   joins_.clear();
@@ -22,6 +23,7 @@ void CollectiveService::begin_run(std::vector<std::string> nodes) {
 }
 
 void CollectiveService::node_finished(const std::string& node) {
+  queues().node_finished(node);
   std::vector<std::shared_ptr<CommonWorld>> worlds;
   {
     std::lock_guard lk(mu_);

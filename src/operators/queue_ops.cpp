@@ -15,6 +15,7 @@
 #include "moka/core/error.h"
 #include "moka/operators/blobs_queue.h"
 #include "moka/operators/counter.h"
+#include "moka/operators/queue_exchange.h"
 #include "moka/operators/registry.h"
 #include "operators/builtin.h"
 
@@ -182,18 +183,35 @@ class CloseBlobsQueueOp final : public OperatorBase {
 
 // The exit of one of a queue's writer tasks: only the last one to exit closes the queue, so the
 // others' records are not cut off (a closed queue refuses writes). One atomic decrement decides.
+// The counter is input 1, or — as Queue emits it — named by argument "counter": a node that writes another
+// node's queue counts its own writer tasks in `<counter>:<node>` (docs/queues.md §5), found at run time.
 class CountDownCloseBlobsQueueOp final : public OperatorBase {
  public:
-  using OperatorBase::OperatorBase;
+  CountDownCloseBlobsQueueOp(const OperatorDef& def, Workspace* ws)
+      : OperatorBase(def, ws), counter_(args().get_string("counter", "")), node_(args().get_string("node", "")) {
+    if (input_size() < 2 && counter_.empty())
+      throw InvalidInput(fmt::format("{}: takes [queue, counter], or [queue] with argument \"counter\"", type()));
+  }
   bool run() override {
-    const bool last = input_object<Counter>(1).count_down();
-    if (last) {
-      const BlobsQueuePtr& p = input_object<BlobsQueuePtr>(0);
-      if (p) p->close();
-    }
+    const bool last = counter().count_down();
+    if (last) detail::close_writers_done(*workspace(), input_object<BlobsQueuePtr>(0), node_);
     if (output_size() > 0) output(0).set_scalar<bool>(last);
     return true;
   }
+
+ private:
+  Counter& counter() {
+    if (input_size() > 1) return input_object<Counter>(1);
+    for (const std::string& name : {counter_ + ":" + node_, counter_}) {
+      Blob* b = workspace()->get_blob(name);
+      if (b && b->is_type<Counter>()) return b->get_checked_mutable<Counter>();
+    }
+    throw InvalidInput(
+        fmt::format("{}: no counter \"{}\" (nor \"{}:{}\") in the workspace", type(), counter_, counter_, node_));
+  }
+
+  std::string counter_;
+  std::string node_;
 };
 
 class SafeEnqueueBlobsOp final : public QueueOpBase {
@@ -458,12 +476,18 @@ void register_queue_ops(OperatorRegistry& reg) {
               .doc("Closes the queue: writes fail from now on, reads drain the records left, every waiter wakes."),
           factory_of<CloseBlobsQueueOp>());
   reg.add(OpSchema("CountDownCloseBlobsQueue")
-              .inputs(2)
+              .inputs(1, 2)
               .outputs(0, 1)
-              .doc("CountDownCloseBlobsQueue([queue, counter], [] or [closed]) (moka): one writer of the queue is "
-                   "done. Counts the counter down (CountDown) and closes the queue when the count was already <= 0, "
-                   "i.e. in the last of the writers the counter was created for (init_count = writers - 1); the "
-                   "optional output (bool scalar) says whether this run closed it."),
+              .arg("counter", ArgType::String, "with one input: the counter blob's name, looked up when it runs", "")
+              .arg("node", ArgType::String,
+                   "the writer's node: where `<counter>:<node>` exists (a node writing another node's queue), that "
+                   "counter is used, and the last writer counts the node down on the owner (docs/queues.md §5)",
+                   "")
+              .doc("CountDownCloseBlobsQueue([queue, counter] or [queue], [] or [closed]) (moka): one writer of the "
+                   "queue is done. Counts the counter down (CountDown) and closes the queue when the count was already "
+                   "<= 0, i.e. in the last of the writers the counter was created for (init_count = writers - 1); on "
+                   "a queue the node connected to as a writer, the last counts the node down on the owner instead. "
+                   "The optional output (bool scalar) says whether this run was the last."),
           factory_of<CountDownCloseBlobsQueueOp>());
   reg.add(OpSchema("SafeEnqueueBlobs")
               .inputs(2, kAny)

@@ -13,12 +13,17 @@ NodeWorkspaces::NodeWorkspaces(bool shared, std::shared_ptr<CollectiveService> c
 NodeWorkspaces::~NodeWorkspaces() {
   for (const auto& [name, ws] : by_node_)
     if (ws) detail::bind_collectives(ws.get(), name, nullptr);
+  if (shared_ws_) detail::bind_collectives(shared_ws_.get(), "", nullptr);
 }
 
 Workspace& NodeWorkspaces::node(const std::string& name) {
   std::lock_guard lk(mu_);
   if (shared_) {
-    if (!shared_ws_) shared_ws_ = std::make_unique<Workspace>();
+    if (!shared_ws_) {
+      shared_ws_ = std::make_unique<Workspace>();
+      // Bound to no node (""): collectives refuse it, queues shared by nodes name their node themselves.
+      detail::bind_collectives(shared_ws_.get(), "", collectives_);
+    }
     by_node_.emplace(name, nullptr);  // remembered for nodes()
     return *shared_ws_;
   }

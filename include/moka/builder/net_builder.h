@@ -248,6 +248,13 @@ class SetupAttribute : public NetAttribute {
   virtual std::vector<StepOrNet> setup(Net& init_net) = 0;
   /// Work to run after the target; may append ops to exit_net.
   virtual std::vector<StepOrNet> exit(Net& exit_net) = 0;
+  /// @brief A node's LOCAL_SETUP (TaskGroup::tasks_by_node): `first` for the first node whose tasks use
+  /// the attribute, which gets setup(); every later node gets what this returns (by default nothing).
+  /// An object that lives on one node and is used from others (a Queue) connects them here.
+  virtual std::vector<StepOrNet> setup_on_node(Net& init_net, const std::string& node, bool first) {
+    (void)node;
+    return first ? setup(init_net) : std::vector<StepOrNet>{};
+  }
 
   bool setup_used() const noexcept { return setup_used_; }
   void set_setup_used(bool used = true) noexcept { setup_used_ = used; }

@@ -134,10 +134,12 @@ class SetupNets final : public SetupAttribute {
 TaskOutput final_output(const TaskOutput& output);
 
 /// @brief Caffe2's get_setup_nets(key, steps_or_nets, target): the init and exit work of every
-/// unused setup attribute under `key` of the given steps, each attribute then marked used.
+/// unused setup attribute under `key` of the given steps, each attribute then marked used. With `node`
+/// (a node's LOCAL_SETUP), attributes used already by an earlier node get SetupAttribute::setup_on_node.
 std::pair<std::vector<StepOrNet>, std::vector<StepOrNet>> get_setup_nets(const std::string& key,
                                                                          const std::vector<ExecutionStep>& steps,
-                                                                         const void* target);
+                                                                         const void* target,
+                                                                         const std::string* node = nullptr);
 
 /// Caffe2's add_setup_steps: `step` alone, or `name` [name:init?, step, name:exit?].
 ExecutionStep add_setup_steps(const ExecutionStep& step, const std::vector<StepOrNet>& inits,

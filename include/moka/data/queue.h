@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,12 @@ class Queue final : public Pipe {
   /// LOCAL_SETUP: `CreateBlobsQueue` into init_net, and the counter of writer tasks still running
   /// (`CreateCounter`, see add_writer_exit); InvalidInput "This queue does not have a schema.".
   std::vector<StepOrNet> setup(Net& init_net) override;
+  /// @brief A node's LOCAL_SETUP. The first node whose tasks use the queue owns it: setup(), and
+  /// `ExportBlobsQueue` when tasks on other nodes use it too. Every other node connects
+  /// (`ConnectBlobsQueue`): its tasks read or write the owner's queue through their session, in one
+  /// process or across processes (docs/queues.md §5). A node both reading and writing another node's
+  /// queue is an InvalidInput.
+  std::vector<StepOrNet> setup_on_node(Net& init_net, const std::string& node, bool first) override;
   std::string type_name() const override { return "Queue"; }
 
   /// @brief The close a writer task emits into its exit net (its writer's setup_ex).
@@ -77,6 +84,8 @@ class Queue final : public Pipe {
   void check_writer_fields(const std::optional<schema::Field>& writer_schema, std::size_t num_fields) const;
   /// Writer tasks counted by add_writer_exit.
   int64_t num_writer_tasks() const { return num_writer_tasks_; }
+  /// Notes that a task on the active Node reads (writer = false) or writes the queue (its readers and writers do).
+  void note_user(bool writer);
 
  private:
   int64_t capacity_;
@@ -86,6 +95,14 @@ class Queue final : public Pipe {
   BlobRef writers_left_;
   int64_t num_writer_tasks_ = 0;
   bool set_up_ = false;
+  // Per node that uses the queue: whether its tasks read, write, and how many writer tasks it counted.
+  struct NodeUse {
+    bool reads = false;
+    bool writes = false;
+    int64_t writer_tasks = 0;
+  };
+  std::map<std::string, NodeUse> users_;
+  std::string owner_;  // the node that set the queue up
 };
 
 /// @brief Emits `SafeEnqueueBlobs([queue] + blobs, blobs + [status])` into net (Caffe2's

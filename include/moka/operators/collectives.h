@@ -18,6 +18,7 @@
 #include "moka/core/dtype.h"
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
+#include "moka/operators/queue_exchange.h"
 
 namespace moka {
 
@@ -164,6 +165,8 @@ class CollectiveService {
   /// Node `node` finished its share of the run (its plan returned): every world of the run it belongs
   /// to, made already or later, knows it will make no more calls.
   void node_finished(const std::string& node);
+  /// Where the nodes find each other's queues (begin_run and node_finished tell it too).
+  virtual QueueExchange& queues() { return queues_; }
 
  protected:
   /// The process of each of nodes, and the transport between those processes (null: all are this one).
@@ -178,6 +181,7 @@ class CollectiveService {
     std::vector<bool> joined;
     int remaining = 0;
   };
+  QueueExchange queues_;
   mutable std::mutex mu_;
   std::vector<std::string> group_nodes_;
   // (name, nodes) -> per node, how many worlds of it the node joined; and worlds not yet joined by all.
@@ -191,7 +195,7 @@ class CollectiveService {
 /// service. Sessions bind the root workspace of each node (NodeWorkspaces does); a child workspace finds
 /// its root's binding.
 struct CollectiveBinding {
-  std::string node;
+  std::string node;  ///< empty for a workspace that every node of its session shares
   std::shared_ptr<CollectiveService> service;
 };
 namespace detail {

@@ -19,7 +19,8 @@ namespace moka {
 /// maps to one workspace, as in Caffe2's LocalSession (for code ported from Caffe2 that relies on it).
 /// Each node's own workspace is bound to the node and to `collectives` (an in-process CollectiveService
 /// when null), so the collective operators of its nets find their common worlds; a shared workspace
-/// is bound to no node, and collectives there are an InvalidInput.
+/// is bound to the service but to no node (""): collectives there are an InvalidInput, and queues
+/// shared by nodes find each other through operator arguments naming the node (docs/queues.md §5).
 /// Thread-safety: node() may be called concurrently; workspaces live as long as this object.
 class NodeWorkspaces {
  public:
