@@ -79,6 +79,8 @@ bench: build
 	  case "$$b" in \
 	    */collectives_bench) for n in 2 4; do \
 	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np $$n "$$b"; done ;; \
+	    */mpi_queue_bench) \
+	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 2 "$$b" ;; \
 	    */mpi_checkpoint_bench) \
 	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 4 "$$b" ;; \
 	    *) "$$b" ;; \

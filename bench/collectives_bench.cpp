@@ -20,29 +20,15 @@
 
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
+#include "mpi_bench.h"
 
 namespace {
 
 using namespace moka;
+using bench::Row;
 namespace mops = moka::ops;
 
 std::string node_of(int rank) { return fmt::format("n{}", rank); }
-
-// The slowest rank's seconds for fn(), median over repeats (every rank calls this together).
-double measure(int repeats, const std::function<void()>& fn) {
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    times.push_back(slowest);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 std::string human_time(double seconds) {
   if (seconds < 1e-3) return fmt::format("{:.2f} µs", seconds * 1e6);
@@ -55,10 +41,6 @@ std::string human_bytes(std::size_t bytes) {
   if (bytes >= (1u << 10)) return fmt::format("{} KiB", bytes >> 10);
   return fmt::format("{} B", bytes);
 }
-
-struct Row {
-  std::string work, moka, peer, ratio;
-};
 
 // A row of per-operation times and, for large buffers, bandwidths (bytes / time).
 Row time_row(std::string work, double moka_s, double peer_s, std::size_t bytes) {
@@ -94,20 +76,20 @@ Row allreduce_row(MpiSession& session, int size, std::size_t count, int iters, i
       });
   });
   session.run(loop);  // compiles and checks the definition outside the timing
-  const double moka_s = measure(repeats, [&] { session.run(loop); }) / iters;
+  const double moka_s = bench::slowest_rank_median(repeats, [&] { session.run(loop); }) / iters;
 
   // The peer works on a tensor of the same size allocated as moka allocates it (large tensors live in
   // huge-page-aligned mappings), so both sides move the same kind of memory.
   Tensor tensor;
   tensor.resize(DType::Float, {static_cast<int64_t>(count)});
   float* const buf = tensor.mutable_data<float>();
-  const double peer_s =
-      measure(repeats,
-              [&] {
-                for (int i = 0; i < iters; ++i)
-                  MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-              }) /
-      iters;
+  const double peer_s = bench::slowest_rank_median(repeats,
+                                                   [&] {
+                                                     for (int i = 0; i < iters; ++i)
+                                                       MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count),
+                                                                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                                                   }) /
+                        iters;
   const std::size_t bytes = count * sizeof(float);
   return time_row(fmt::format("`Allreduce` of {} of float32 (sum, in place), {} ranks", human_bytes(bytes), size),
                   moka_s, peer_s, bytes);
@@ -122,19 +104,20 @@ Row trivial_group_row(MpiSession& session, int size, int runs, int repeats) {
       Node(node_of(r), [&] { Task([&] { outs.push_back(final_output(mops::Const(int64_t{r}))); }); });
   });
   session.run(tg);
-  const double moka_s = measure(repeats,
-                                [&] {
-                                  for (int i = 0; i < runs; ++i) session.run(tg);
-                                }) /
+  const double moka_s = bench::slowest_rank_median(repeats,
+                                                   [&] {
+                                                     for (int i = 0; i < runs; ++i) session.run(tg);
+                                                   }) /
                         runs;
   int64_t value = 0;
-  const double peer_s = measure(repeats,
-                                [&] {
-                                  for (int i = 0; i < runs; ++i) {
-                                    MPI_Barrier(MPI_COMM_WORLD);
-                                    for (int r = 0; r < size; ++r) MPI_Bcast(&value, 1, MPI_INT64_T, r, MPI_COMM_WORLD);
-                                  }
-                                }) /
+  const double peer_s = bench::slowest_rank_median(repeats,
+                                                   [&] {
+                                                     for (int i = 0; i < runs; ++i) {
+                                                       MPI_Barrier(MPI_COMM_WORLD);
+                                                       for (int r = 0; r < size; ++r)
+                                                         MPI_Bcast(&value, 1, MPI_INT64_T, r, MPI_COMM_WORLD);
+                                                     }
+                                                   }) /
                         runs;
   return time_row(fmt::format("TaskGroup of one trivial task per node, per `run()`, {} ranks", size), moka_s, peer_s,
                   0);
@@ -169,22 +152,23 @@ Row output_row(MpiSession& session, int size, std::size_t count, int runs, int r
                  static_cast<long long>(out.fetch().numel()), count);
     std::exit(1);
   }
-  const double moka_s = measure(repeats,
-                                [&] {
-                                  for (int i = 0; i < runs; ++i) session.run(tg);
-                                }) /
+  const double moka_s = bench::slowest_rank_median(repeats,
+                                                   [&] {
+                                                     for (int i = 0; i < runs; ++i) session.run(tg);
+                                                   }) /
                         runs;
   Tensor tensor;  // allocated as moka allocates tensors, as above
   tensor.resize(DType::Float, {static_cast<int64_t>(count)});
   float* const buf = tensor.mutable_data<float>();
-  const double peer_s = measure(repeats,
-                                [&] {
-                                  for (int i = 0; i < runs; ++i) {
-                                    MPI_Barrier(MPI_COMM_WORLD);
-                                    MPI_Bcast(buf, static_cast<int>(count), MPI_FLOAT, size - 1, MPI_COMM_WORLD);
-                                  }
-                                }) /
-                        runs;
+  const double peer_s =
+      bench::slowest_rank_median(repeats,
+                                 [&] {
+                                   for (int i = 0; i < runs; ++i) {
+                                     MPI_Barrier(MPI_COMM_WORLD);
+                                     MPI_Bcast(buf, static_cast<int>(count), MPI_FLOAT, size - 1, MPI_COMM_WORLD);
+                                   }
+                                 }) /
+      runs;
   const std::size_t bytes = count * sizeof(float);
   return time_row(fmt::format("TaskOutput of {} of float32 broadcast after a run, {} ranks", human_bytes(bytes), size),
                   moka_s, peer_s, bytes);
@@ -193,24 +177,13 @@ Row output_row(MpiSession& session, int size, std::size_t count, int runs, int r
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = 5;
-  std::string only;  // a part of the names of the rows to run
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--repeats" && i + 1 < argc) {
-      repeats = std::atoi(argv[++i]);
-    } else if (a == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: mpirun -np N collectives_bench [--repeats N] [--only allreduce|group|output|...-1MiB]\n");
-      return 2;
-    }
-  }
-  if (repeats < 1) {
-    std::fprintf(stderr, "collectives_bench: --repeats must be at least 1\n");
+  bench::BenchArgs args{.repeats = 5, .only = {}};
+  if (!bench::parse_bench_args(argc, argv, "collectives_bench",
+                               "mpirun -np N collectives_bench [--repeats N] [--only allreduce|group|output|...-1MiB]",
+                               args))
     return 2;
-  }
+  const int repeats = args.repeats;
+  const std::string& only = args.only;
   try {
     // Node n<r> on rank r. The session initializes MPI, which the peers then use directly.
     MpiSessionOptions options;
@@ -236,9 +209,7 @@ int main(int argc, char** argv) {
     for (const auto& [name, row] : all)
       if (only.empty() || name.find(only) != std::string::npos) rows.push_back(row());
     if (session.rank() == 0) {
-      std::printf("| work | moka | raw MPI (same run) | moka / MPI time |\n|---|---|---|---|\n");
-      for (const Row& r : rows)
-        std::printf("| %s | %s | %s | %s |\n", r.work.c_str(), r.moka.c_str(), r.peer.c_str(), r.ratio.c_str());
+      bench::print_rows("| work | moka | raw MPI (same run) | moka / MPI time |", rows);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collectives_bench: %s\n", e.what());

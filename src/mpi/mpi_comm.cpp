@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "moka/core/error.h"
+#include "mpi/mpi_helper_thread.h"
 
 namespace moka::detail {
 
@@ -208,7 +209,7 @@ void FailureNotices::watch() {
     }
     idle_since = std::chrono::steady_clock::now();
     int done = 0;
-    MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
+    mpi_call([&] { return MPI_Test(&receive_, &done, MPI_STATUS_IGNORE); });
     if (done) {
       received_ = true;
       receive_ = MPI_REQUEST_NULL;

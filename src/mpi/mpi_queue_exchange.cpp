@@ -12,7 +12,7 @@
 #include "moka/core/blob.h"
 #include "moka/core/error.h"
 #include "moka/storage/blob_serializer.h"
-#include "mpi/length_prefixed.h"
+#include "mpi/mpi_helper_thread.h"
 
 namespace moka::detail {
 namespace {
@@ -33,23 +33,38 @@ enum Type : uint32_t {
 constexpr int kTag = 0;
 constexpr int64_t kMaxWindow = 8;
 
-// A record as it crosses: each blob serialized as Save writes it, length-prefixed.
-std::string encode(const std::vector<Blob>& blobs) {
-  std::string out;
-  for (const Blob& b : blobs) append_record(out, serialize_blob_to_string("f", b));
+constexpr int kDataTag = 1;  // a large tensor's bytes, after the record message that describes it
+// Tensors up to this size travel inside the record message; larger ones in a data message of their own,
+// sent from and received into the tensor's storage (no copy on either side).
+constexpr std::size_t kInlineBytes = std::size_t{16} << 10;
+
+template <class T>
+void put_pod(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+T get_pod(std::string_view& in) {
+  T v{};
+  if (in.size() < sizeof v) throw RuntimeError("queue link: a truncated record from another rank");
+  std::memcpy(&v, in.data(), sizeof v);
+  in.remove_prefix(sizeof v);
+  return v;
+}
+
+// A numeric tensor crosses as dtype, shape and bytes; anything else as Save writes it.
+bool is_plain_tensor(const Blob& b) {
+  const Tensor* t = b.tensor_or_null();
+  return t && t->defined() && t->dtype() != DType::String;
+}
+
+std::vector<Blob*> pointers(std::vector<Blob>& blobs) {
+  std::vector<Blob*> out;
+  for (Blob& b : blobs) out.push_back(&b);
   return out;
 }
 
-std::vector<std::string> split(std::string_view in) { return split_records(in, "queue link"); }
-
-// Swaps the decoded blobs of `parts` into a queue; false (parts kept) when it would block.
-QueueResult put(BlobsQueue& q, const std::vector<std::string>& parts) {
-  std::vector<Blob> blobs(parts.size());
-  for (std::size_t i = 0; i < parts.size(); ++i) deserialize_blob(parts[i], blobs[i]);
-  std::vector<Blob*> ptrs;
-  for (Blob& b : blobs) ptrs.push_back(&b);
-  return q.try_write(ptrs);
-}
+QueueResult try_put(BlobsQueue& q, std::vector<Blob>& record) { return q.try_write(pointers(record)); }
+QueueResult try_take(BlobsQueue& q, std::vector<Blob>& record) { return q.try_read(pointers(record)); }
 
 }  // namespace
 
@@ -64,11 +79,12 @@ MpiQueueExchange::~MpiQueueExchange() {
   thread_.join();
   // Sends still in flight (the other rank stopped receiving): give them a moment, then let them go.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  for (Send& s : sends_) {
-    int done = 0;
-    while (!done && std::chrono::steady_clock::now() < deadline) MPI_Test(&s.request, &done, MPI_STATUS_IGNORE);
-    if (!done) MPI_Request_free(&s.request);
-  }
+  for (Send& s : sends_)
+    for (MPI_Request& r : s.requests) {
+      int done = 0;
+      while (!done && std::chrono::steady_clock::now() < deadline) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+      if (!done) MPI_Request_free(&r);
+    }
 }
 
 void MpiQueueExchange::new_run(std::map<std::string, int> rank_of) {
@@ -80,13 +96,13 @@ void MpiQueueExchange::new_run(std::map<std::string, int> rank_of) {
     served_.clear();
     waiting_.clear();
     exports_.clear();
-    std::vector<std::tuple<int, Header, std::string>> later;
+    decltype(later_) later;
     later.swap(later_);
-    for (auto& [source, h, payload] : later) {
+    for (auto& [source, h, payload, record] : later) {
       if (h.run == run_)
-        receive(source, h, payload);
+        receive(source, h, payload, &record);
       else if (h.run > run_)
-        later_.emplace_back(source, h, std::move(payload));
+        later_.emplace_back(source, h, std::move(payload), std::move(record));
     }
   }
   wake_.notify_all();
@@ -106,6 +122,7 @@ BlobsQueuePtr MpiQueueExchange::connect_elsewhere(const QueueConnection& c, cons
   l.role = c.role;
   l.window = std::clamp<int64_t>(c.capacity, 1, kMaxWindow);
   l.local = std::make_shared<BlobsQueue>(c.name, l.window, c.num_blobs, c.field_names);
+  l.spare.resize(static_cast<std::size_t>(c.num_blobs));
   const uint32_t run = run_;
   const uint64_t arg = (c.role == QueueRole::writer ? 1u : 0u) | (static_cast<uint64_t>(l.window) << 1) |
                        (static_cast<uint64_t>(c.num_blobs) << 32);
@@ -163,8 +180,116 @@ void MpiQueueExchange::send(int rank, uint32_t type, uint64_t link, uint64_t arg
   if (s.bytes.size() > static_cast<std::size_t>(INT32_MAX))
     throw RuntimeError(
         fmt::format("queue link: a record of {} bytes is over MPI's 2 GiB message limit", s.bytes.size()));
-  check_mpi(MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, rank, kTag, comm_.comm_, &s.request),
+  check_mpi(mpi_call([&] {
+              return MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, rank, kTag, comm_.comm_,
+                               &s.requests.emplace_back());
+            }),
             "MPI_Isend");
+}
+
+void MpiQueueExchange::send_record(int rank, uint32_t type, uint64_t link, std::vector<Blob>& blobs) {
+  std::string payload;
+  std::vector<const Tensor*> large;
+  for (const Blob& b : blobs) {
+    if (!is_plain_tensor(b)) {
+      payload += 'S';
+      std::string one = serialize_blob_to_string("f", b);
+      put_pod(payload, static_cast<uint64_t>(one.size()));
+      payload += one;
+      continue;
+    }
+    const Tensor& t = *b.tensor_or_null();
+    payload += 'T';
+    put_pod(payload, static_cast<int32_t>(t.dtype()));
+    put_pod(payload, static_cast<uint32_t>(t.shape().size()));
+    for (int64_t d : t.shape()) put_pod(payload, d);
+    put_pod(payload, static_cast<uint64_t>(t.nbytes()));
+    if (t.nbytes() <= kInlineBytes) {
+      payload.append(reinterpret_cast<const char*>(t.raw_data()), t.nbytes());
+    } else {
+      if (t.nbytes() > static_cast<std::size_t>(INT32_MAX))
+        throw RuntimeError(
+            fmt::format("queue link: a tensor of {} bytes is over MPI's 2 GiB message limit", t.nbytes()));
+      large.push_back(&t);
+    }
+  }
+  send(rank, type, link, 0, payload);
+  if (large.empty()) return;
+  Send& s = sends_.back();
+  for (const Tensor* t : large)
+    check_mpi(mpi_call([&] {
+                return MPI_Isend(t->raw_data(), static_cast<int>(t->nbytes()), MPI_BYTE, rank, kDataTag, comm_.comm_,
+                                 &s.requests.emplace_back());
+              }),
+              "MPI_Isend");
+  // The tensors stay where they are (a Blob owns its object through a pointer): keep them until sent.
+  // (then handed back to the link, whose next take swaps them into the queue for a writer to refill).
+  s.keep.resize(blobs.size());
+  for (std::size_t i = 0; i < blobs.size(); ++i) s.keep[i].swap(blobs[i]);
+  s.run = run_;
+  s.rank = rank;
+  s.link = link;
+  s.client = type == kToOwner;
+}
+
+// A record to take the next one with: one whose send completed (its storage goes back to the writers), or the
+// link's spare.
+template <class Link>
+std::vector<Blob>& take_with(Link& l) {
+  // Only into a spare that holds nothing: one that kept a recycled record (the queue was empty) keeps it.
+  const bool holds = std::any_of(l.spare.begin(), l.spare.end(), [](const Blob& b) { return b.is_initialized(); });
+  if (!holds && !l.sent.empty()) {
+    l.spare.swap(l.sent.back());
+    l.sent.pop_back();
+  }
+  return l.spare;
+}
+
+void MpiQueueExchange::decode(int source, std::string_view in, std::vector<Blob>& into) {
+  std::size_t k = 0;
+  while (!in.empty()) {
+    if (k == into.size()) into.emplace_back();
+    Blob& b = into[k++];
+    const char kind = in.front();
+    in.remove_prefix(1);
+    if (kind == 'S') {
+      const auto n = get_pod<uint64_t>(in);
+      if (in.size() < n) throw RuntimeError("queue link: a truncated record from another rank");
+      deserialize_blob(in.substr(0, n), b);
+      in.remove_prefix(n);
+      continue;
+    }
+    if (kind != 'T') throw RuntimeError("queue link: an unreadable record from another rank");
+    const auto dtype = static_cast<DType>(get_pod<int32_t>(in));
+    std::vector<int64_t> shape(get_pod<uint32_t>(in));
+    for (int64_t& d : shape) d = get_pod<int64_t>(in);
+    const auto nbytes = get_pod<uint64_t>(in);
+    Tensor& t = b.is_type<Tensor>() ? b.get_checked_mutable<Tensor>() : b.emplace<Tensor>();
+    t.resize_for_overwrite(dtype, shape);  // reuses the storage a queue swapped back when it fits
+    if (t.nbytes() != nbytes) throw RuntimeError("queue link: an inconsistent tensor from another rank");
+    if (nbytes <= kInlineBytes) {
+      if (in.size() < nbytes) throw RuntimeError("queue link: a truncated record from another rank");
+      std::memcpy(t.raw_mutable_data(), in.data(), nbytes);
+      in.remove_prefix(nbytes);
+    } else {
+      check_mpi(mpi_call([&] {
+                  return MPI_Recv(t.raw_mutable_data(), static_cast<int>(nbytes), MPI_BYTE, source, kDataTag,
+                                  comm_.comm_, MPI_STATUS_IGNORE);
+                }),
+                "MPI_Recv");
+    }
+  }
+  into.resize(k);
+}
+
+std::vector<Blob>* MpiQueueExchange::spare_for(int source, const Header& h) {
+  if (h.run != run_) return nullptr;
+  if (h.type == kToClient) {
+    auto it = clients_.find(h.link);
+    return it == clients_.end() ? nullptr : &it->second.spare;
+  }
+  auto it = served_.find({source, h.link});
+  return it == served_.end() ? nullptr : &it->second.spare;
 }
 
 void MpiQueueExchange::accept(const Connect& c, const Export& e) {
@@ -179,10 +304,11 @@ void MpiQueueExchange::accept(const Connect& c, const Export& e) {
   s.role = c.role;
   s.queue = e;
   s.credits = c.role == QueueRole::reader ? c.window : 0;
+  s.spare.resize(static_cast<std::size_t>(c.num_blobs));
   send(c.rank, kAccepted, c.link, 0);
 }
 
-void MpiQueueExchange::receive(int source, const Header& h, std::string_view payload) {
+void MpiQueueExchange::receive(int source, const Header& h, std::string_view payload, std::vector<Blob>* record) {
   switch (h.type) {
     case kConnect: {
       const std::size_t zero = payload.find('\0');
@@ -222,9 +348,8 @@ void MpiQueueExchange::receive(int source, const Header& h, std::string_view pay
       } else if (h.type == kClosed) {
         l.owner_closed = true;
         if (l.early.empty()) l.local->close();
-      } else if (!l.local->is_closed()) {
-        std::vector<std::string> parts = split(payload);
-        if (!l.early.empty() || put(*l.local, parts) != QueueResult::ok) l.early.push_back(std::move(parts));
+      } else if (record && !l.local->is_closed()) {
+        if (!l.early.empty() || try_put(*l.local, *record) != QueueResult::ok) l.early.push_back(std::move(*record));
         ++l.delivered;
       }
       return;
@@ -237,7 +362,11 @@ void MpiQueueExchange::receive(int source, const Header& h, std::string_view pay
       if (it == served_.end()) return;
       ServedLink& s = it->second;
       if (h.type == kToOwner) {
-        if (!s.closed_sent) s.pending.push_back(split(payload));
+        if (s.closed_sent || !record) return;
+        if (!s.pending.empty() || try_put(*s.queue.queue, *record) != QueueResult::ok)
+          s.pending.push_back(std::move(*record));
+        else
+          ++s.acks;
       } else if (h.type == kCredit) {
         s.credits += static_cast<int64_t>(h.arg);
       } else if (h.type == kClose) {
@@ -257,20 +386,16 @@ bool MpiQueueExchange::pump_client(uint64_t id, ClientLink& l) {
   bool moved = false;
   if (l.role == QueueRole::writer) {
     if (l.owner_closed) return false;
-    std::vector<Blob> blobs(static_cast<std::size_t>(l.local->num_blobs()));
-    std::vector<Blob*> ptrs;
-    for (Blob& b : blobs) ptrs.push_back(&b);
     while (l.in_flight < l.window) {
-      const QueueResult r = l.local->try_read(ptrs);
+      const QueueResult r = try_take(*l.local, take_with(l));
       if (r == QueueResult::would_block) break;
       if (r == QueueResult::closed) {
         send(l.owner_rank, l.writers_done ? kWritersDone : kClose, id, 0);
         l.finished = true;
         return true;
       }
-      std::string bytes;
       try {
-        bytes = encode(blobs);
+        send_record(l.owner_rank, kToOwner, id, l.spare);
       } catch (const std::exception& e) {
         l.error =
             fmt::format("queue \"{}\": a record cannot cross to rank {}: {}", l.local->name(), l.owner_rank, e.what());
@@ -279,13 +404,12 @@ bool MpiQueueExchange::pump_client(uint64_t id, ClientLink& l) {
         l.finished = true;
         return true;
       }
-      send(l.owner_rank, kToOwner, id, 0, bytes);
       ++l.in_flight;
       moved = true;
     }
     return moved;
   }
-  while (!l.early.empty() && put(*l.local, l.early.front()) == QueueResult::ok) {
+  while (!l.early.empty() && try_put(*l.local, l.early.front()) == QueueResult::ok) {
     l.early.pop_front();
     moved = true;
   }
@@ -309,7 +433,7 @@ bool MpiQueueExchange::pump_served(int rank, uint64_t id, ServedLink& s) {
   bool moved = false;
   if (s.role == QueueRole::writer) {
     while (!s.pending.empty() && !s.closed_sent) {
-      const QueueResult r = put(q, s.pending.front());
+      const QueueResult r = try_put(q, s.pending.front());
       if (r == QueueResult::would_block) break;
       if (r == QueueResult::closed) break;
       s.pending.pop_front();
@@ -334,18 +458,15 @@ bool MpiQueueExchange::pump_served(int rank, uint64_t id, ServedLink& s) {
     return moved;
   }
   if (s.closed_sent) return false;
-  std::vector<Blob> blobs(static_cast<std::size_t>(q.num_blobs()));
-  std::vector<Blob*> ptrs;
-  for (Blob& b : blobs) ptrs.push_back(&b);
   while (s.credits > 0) {
-    const QueueResult r = q.try_read(ptrs);
+    const QueueResult r = try_take(q, take_with(s));
     if (r == QueueResult::would_block) break;
     if (r == QueueResult::closed) {
       send(rank, kClosed, id, 0);
       s.closed_sent = true;
       return true;
     }
-    send(rank, kToClient, id, 0, encode(blobs));
+    send_record(rank, kToClient, id, s.spare);
     --s.credits;
     moved = true;
   }
@@ -357,22 +478,34 @@ bool MpiQueueExchange::poll() {
   for (int k = 0; k < 64; ++k) {
     int flag = 0;
     MPI_Status status;
-    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_.comm_, &flag, &status), "MPI_Iprobe");
+    check_mpi(mpi_call([&] { return MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_.comm_, &flag, &status); }), "MPI_Iprobe");
     if (!flag) break;
     int bytes = 0;
-    check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-    std::string buf(static_cast<std::size_t>(bytes), '\0');
-    check_mpi(MPI_Recv(buf.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kTag, comm_.comm_, MPI_STATUS_IGNORE),
+    check_mpi(mpi_call([&] { return MPI_Get_count(&status, MPI_BYTE, &bytes); }), "MPI_Get_count");
+    if (inbox_.size() < static_cast<std::size_t>(bytes)) inbox_.resize(static_cast<std::size_t>(bytes));
+    check_mpi(mpi_call([&] {
+                return MPI_Recv(inbox_.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kTag, comm_.comm_,
+                                MPI_STATUS_IGNORE);
+              }),
               "MPI_Recv");
     moved = true;
     Header h;
-    if (buf.size() < sizeof h) continue;
-    std::memcpy(&h, buf.data(), sizeof h);
-    const std::string_view payload = std::string_view(buf).substr(sizeof h);
+    if (static_cast<std::size_t>(bytes) < sizeof h) continue;
+    std::memcpy(&h, inbox_.data(), sizeof h);
+    const std::string_view payload(inbox_.data() + sizeof h, static_cast<std::size_t>(bytes) - sizeof h);
+    // A record's large tensors follow it in data messages: receive them now, whatever run it is of.
+    std::vector<Blob> scratch;
+    std::vector<Blob>* record = nullptr;
+    if (h.type == kToOwner || h.type == kToClient) {
+      std::vector<Blob>* spare = spare_for(status.MPI_SOURCE, h);
+      record = spare ? spare : &scratch;
+      decode(status.MPI_SOURCE, payload, *record);
+    }
     if (h.run > run_)
-      later_.emplace_back(status.MPI_SOURCE, h, std::string(payload));
+      later_.emplace_back(status.MPI_SOURCE, h, std::string(payload),
+                          record ? std::move(*record) : std::vector<Blob>{});
     else if (h.run == run_)
-      receive(status.MPI_SOURCE, h, payload);
+      receive(status.MPI_SOURCE, h, payload, record);
   }
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto e = exports_.find({it->owner, it->name});
@@ -388,8 +521,27 @@ bool MpiQueueExchange::poll() {
   for (auto& [key, s] : served_) moved = pump_served(key.first, key.second, s) || moved;
   for (auto it = sends_.begin(); it != sends_.end();) {
     int done = 0;
-    check_mpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    it = done ? sends_.erase(it) : std::next(it);
+    check_mpi(mpi_call([&] {
+                return MPI_Testall(static_cast<int>(it->requests.size()), it->requests.data(), &done,
+                                   MPI_STATUSES_IGNORE);
+              }),
+              "MPI_Testall");
+    if (!done) {
+      ++it;
+      continue;
+    }
+    if (!it->keep.empty() && it->run == run_) {
+      std::vector<std::vector<Blob>>* sent = nullptr;
+      if (it->client) {
+        auto l = clients_.find(it->link);
+        if (l != clients_.end()) sent = &l->second.sent;
+      } else {
+        auto l = served_.find({it->rank, it->link});
+        if (l != served_.end()) sent = &l->second.sent;
+      }
+      if (sent && sent->size() < static_cast<std::size_t>(kMaxWindow)) sent->push_back(std::move(it->keep));
+    }
+    it = sends_.erase(it);
   }
   return moved;
 }
@@ -422,8 +574,13 @@ void MpiQueueExchange::progress() {
       continue;
     }
     if (idle < 32) continue;
+    // While links are open: give the core away (a yield lets this rank's pipes run, and costs far less than
+    // a timed sleep, whose timer interrupt dominated the message rate), and nap only after ~10k idle polls.
     lk.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(idle < 2000 ? 5 : 200));
+    if (idle < 10000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     lk.lock();
   }
 }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "moka/core/blob.h"
 #include "moka/operators/queue_exchange.h"
 #include "mpi/mpi_comm.h"
 
@@ -66,21 +67,25 @@ class MpiQueueExchange final : public QueueExchange {
     BlobsQueuePtr local;  // the link's queue: what this rank's operators read or write
     int64_t window = 1;
     bool accepted = false;
-    std::string error;                           // the owner refused, or a record could not be sent
-    int64_t in_flight = 0;                       // writer: sent, not acknowledged
-    int64_t delivered = 0;                       // reader: records put into `local`
-    int64_t credited = 0;                        // reader: credits given back
-    bool owner_closed = false;                   // the owner's queue closed (CLOSED came)
-    bool writers_done = false;                   // writer: the node's last writer task exited
-    bool finished = false;                       // DONE or CLOSE sent: the link has nothing more to do
-    std::deque<std::vector<std::string>> early;  // reader: records that found `local` full (never expected)
+    std::string error;                    // the owner refused, or a record could not be sent
+    int64_t in_flight = 0;                // writer: sent, not acknowledged
+    int64_t delivered = 0;                // reader: records put into `local`
+    int64_t credited = 0;                 // reader: credits given back
+    bool owner_closed = false;            // the owner's queue closed (CLOSED came)
+    bool writers_done = false;            // writer: the node's last writer task exited
+    bool finished = false;                // DONE or CLOSE sent: the link has nothing more to do
+    std::deque<std::vector<Blob>> early;  // reader: records that found `local` full (never expected)
+    std::vector<Blob> spare;              // records move through it; queues swap recycled storage back
+    std::vector<std::vector<Blob>> sent;  // writer: records whose send completed, to hand back to the writers
   };
   // A link from another rank to a queue of this rank.
   struct ServedLink {
     QueueRole role = QueueRole::reader;
     Export queue;
-    int64_t credits = 0;                           // reader: records the other rank has room for
-    std::deque<std::vector<std::string>> pending;  // writer: records not in the queue yet
+    int64_t credits = 0;                    // reader: records the other rank has room for
+    std::deque<std::vector<Blob>> pending;  // writer: records not in the queue yet
+    std::vector<Blob> spare;                // as ClientLink::spare
+    std::vector<std::vector<Blob>> sent;    // reader: as ClientLink::sent, handed back to the queue's writers
     int64_t acks = 0;
     bool done = false;  // writer: DONE came
     bool counted = false;
@@ -93,14 +98,27 @@ class MpiQueueExchange final : public QueueExchange {
     QueueRole role;
     int64_t num_blobs, window;
   };
+  // A message in flight: its bytes, and the record blobs whose tensor storage its data messages send from.
   struct Send {
-    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> requests;
     std::string bytes;
+    std::vector<Blob> keep;
+    uint32_t run = 0;  // of the link that sent a record, whose `sent` gets `keep` back
+    int rank = 0;
+    uint64_t link = 0;
+    bool client = false;
   };
 
   void progress();
   bool poll();  // under mu_; whether anything happened
-  void receive(int source, const Header& h, std::string_view payload);
+  void receive(int source, const Header& h, std::string_view payload, std::vector<Blob>* record);
+  // A record (kToOwner, kToClient) decoded into `into`, its large tensors received from `source` straight into
+  // their storage.
+  void decode(int source, std::string_view payload, std::vector<Blob>& into);
+  // Sends the record in `blobs` (large tensors from their own storage: the blobs are kept until sent).
+  void send_record(int rank, uint32_t type, uint64_t link, std::vector<Blob>& blobs);
+  // The spare record of the link a record message is for (null for a link of no current run).
+  std::vector<Blob>* spare_for(int source, const Header& h);
   void accept(const Connect& c, const Export& e);
   void send(int rank, uint32_t type, uint64_t link, uint64_t arg, std::string_view payload = {});
   bool pump_client(uint64_t id, ClientLink& l);
@@ -118,7 +136,9 @@ class MpiQueueExchange final : public QueueExchange {
   std::vector<Connect> waiting_;  // connections to queues of this rank not exported yet
   std::map<std::pair<std::string, std::string>, Export> exports_;
   std::list<Send> sends_;
-  std::vector<std::tuple<int, Header, std::string>> later_;  // messages of a run this rank has not begun
+  // Messages of a run this rank has not begun (records decoded already: their data messages came with them).
+  std::vector<std::tuple<int, Header, std::string, std::vector<Blob>>> later_;
+  std::vector<char> inbox_;  // the last message received
   bool stop_ = false;
   std::thread thread_;
 };

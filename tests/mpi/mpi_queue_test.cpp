@@ -26,8 +26,10 @@ MpiSessionOptions spread(int trainers) {
 }
 
 TEST(MpiQueue, AReaderRankFeedsTrainerRanksEveryRecordOnce) {
-  for (int64_t batch : {1, 16}) {
-    const CrossNodeShape shape{.trainers = 3, .records = 960, .batch = batch, .capacity = 4};
+  // Batches of 4096 int64 (32 KiB) cross in data messages of their own, the others inside the record's.
+  for (int64_t batch : {1, 16, 4096}) {
+    const CrossNodeShape shape{
+        .trainers = 3, .records = batch == 4096 ? 16 * 4096 : 960, .batch = batch, .capacity = 4};
     MpiSession session(spread(shape.trainers));
     CrossNodeFeed feed(shape);
     feed.set_up(session);
