@@ -39,11 +39,10 @@ Row queue_row(MpiSession& session, int64_t row_bytes, int64_t batch, int64_t bat
   TaskGroup fill(WorkspaceType::Global, [&] {
     Node("src", [&] {
       Task([&] {
-        const BlobRef payload = ops::op("ConstantFill", {}, 1,
-                                        {{"shape", std::vector<int64_t>{rows, row_bytes}},
-                                         {"dtype", DType::UInt8},
-                                         {"value", 7}})
-                                    .single();
+        const BlobRef payload =
+            ops::op("ConstantFill", {}, 1,
+                    {{"shape", std::vector<int64_t>{rows, row_bytes}}, {"dtype", DType::UInt8}, {"value", 7}})
+                .single();
         const schema::Field data = schema::from_blob_list(schema::from_column_list({"payload"}), {payload});
         Net init = ops::net();
         reader = Dataset(data, "rows").random_reader({.init_net = init, .batch_size = batch, .loop_over = true});

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
 
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
@@ -189,6 +192,30 @@ TEST(MpiQueue, AFailingTrainerStopsTheReaderRankBlockedOnAFullQueue) {
     EXPECT_NE(std::string(e.what()).find("(Add): Add: inputs"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// Run only by the ctests Mpi.AQueue{Reader,Writer}RankKilledEndsEveryRank (MOKA_MPI_TEST_KILL_QUEUE_RANK=r,
+// two ranks): rank r dies with SIGKILL in the middle of a stream through a queue shared by the two ranks —
+// rank 0, the queue's owner and reader, asleep while rank 1's writer is blocked on the full link; or rank 1,
+// the writer, while rank 0 drains what it sends. mpirun must end the other rank, non-zero, within 10 seconds.
+TEST(MpiFailure, AQueueRankKilledMidStreamEndsEveryRank) {
+  const char* victim_env = std::getenv("MOKA_MPI_TEST_KILL_QUEUE_RANK");
+  if (victim_env == nullptr) GTEST_SKIP() << "only under the ctests that expect the job to die";
+  const int victim = std::atoi(victim_env);
+  MpiSession session(spread(1));
+  if (session.size() != 2) GTEST_SKIP() << "needs two ranks";
+  // Killing the reader: it sleeps for a minute, the writer fills the link and blocks. Killing the writer: the
+  // reader drains a million records as they come.
+  LateSink sink = late_sink(set_up_late_sink(session, victim == 0 ? 1000 : 1000000), victim == 0 ? 60000 : 0, 0, 0);
+  std::thread killer;
+  if (session.rank() == victim)
+    killer = std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      std::raise(SIGKILL);
+    });
+  session.run(sink.group);
+  ADD_FAILURE() << "the run returned although rank " << victim << " died";
+  if (killer.joinable()) killer.join();
 }
 
 }  // namespace

@@ -39,9 +39,7 @@ inline Job seed_job_with_trainers(int trainers) {
     });
     for (int i = 0; i < trainers; ++i)
       Node(seed_trainer(i), [&] {
-        j.init_group([&] {
-          Task([&] { ops::Const(std::vector<int64_t>{i == 0 ? 100 : 0}, {.blob_out = "total"}); });
-        });
+        j.init_group([&] { Task([&] { ops::Const(std::vector<int64_t>{i == 0 ? 100 : 0}, {.blob_out = "total"}); }); });
         pipe(queue, {.processor = Processor(
                          [](const schema::Field& rec) {
                            ops::Add({BlobRef("total"), rec["val"]()}, {BlobRef("total")});
