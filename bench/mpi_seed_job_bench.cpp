@@ -54,8 +54,7 @@ std::string ms(double seconds) { return fmt::format("{:.2f} ms", seconds * 1e3);
 int main(int argc, char** argv) {
   bench::BenchArgs args{.repeats = 5, .only = {}};
   if (!bench::parse_bench_args(argc, argv, "mpi_seed_job_bench",
-                               "mpirun -np 3 mpi_seed_job_bench [--repeats N] [--only checkpoints|plain]",
-                               args))
+                               "mpirun -np 3 mpi_seed_job_bench [--repeats N] [--only checkpoints|plain]", args))
     return 2;
   const std::string root = std::filesystem::temp_directory_path().string();
   try {
@@ -110,9 +109,10 @@ int main(int argc, char** argv) {
                       ms(mpi_s / kEpochs), ms(local_s / kEpochs), fmt::format("{:.2f}×", mpi_s / local_s)});
     }
     if (session.rank() == 0)
-      bench::print_rows("| work | per epoch, MpiSession (reader rank 0, trainer ranks) | per epoch, LocalSession (same "
-                        "run) | MPI / local time |",
-                        rows);
+      bench::print_rows(
+          "| work | per epoch, MpiSession (reader rank 0, trainer ranks) | per epoch, LocalSession (same "
+          "run) | MPI / local time |",
+          rows);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mpi_seed_job_bench: %s\n", e.what());
     return 1;
