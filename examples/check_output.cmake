@@ -1,6 +1,7 @@
 # Runs PROGRAM and checks it: exit status 0 and, if the file EXPECTED exists, stdout equal to
-# its contents (CRLF read as LF; whitespace at the very start and end ignored). Used by ctest:
-#   cmake -DPROGRAM=<exe> -DEXPECTED=<file> [-DTIMEOUT=<s>] -P check_output.cmake
+# its contents (CRLF read as LF; whitespace at the very start and end ignored). ARGS (a ;-list) are passed to it
+# (python3's script, for the Python examples). Used by ctest:
+#   cmake -DPROGRAM=<exe> [-DARGS=<args>] -DEXPECTED=<file> [-DTIMEOUT=<s>] -P check_output.cmake
 if(NOT DEFINED PROGRAM)
   message(FATAL_ERROR "check_output.cmake: PROGRAM is not set")
 endif()
@@ -8,7 +9,7 @@ if(NOT DEFINED TIMEOUT)
   set(TIMEOUT 60)
 endif()
 
-execute_process(COMMAND ${PROGRAM}
+execute_process(COMMAND ${PROGRAM} ${ARGS}
   OUTPUT_VARIABLE out
   ERROR_VARIABLE err
   RESULT_VARIABLE rc

@@ -58,9 +58,9 @@ Task::Task(const TaskOptions& options, const StepsOrNets& step)
   set_step(step);
 }
 
-Task::Task(const TaskOptions& options, const std::function<void()>& body) : Task(options) { run_body(body); }
+Task::Task(const TaskOptions& options, const std::function<void()>& body) : Task(options) { build(body); }
 
-void Task::run_body(const std::function<void()>& body) {
+void Task::build(const std::function<void()>& body) {
   if (state_->used) throw InvalidInput(fmt::format("Task {} has already been used.", name()));
   if (state_->step) throw InvalidInput("This Task already has an execution step.");
   // Caffe2 takes the task out of the group while its body runs, so tasks created inside keep

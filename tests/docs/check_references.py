@@ -16,7 +16,7 @@ import re
 import sys
 
 SECTION = "\u00a7"
-SCANNED_DIRS = ["src", "include", "tools", "tests", "examples", "bench", "docs", "scripts"]
+SCANNED_DIRS = ["src", "include", "tools", "tests", "examples", "bench", "docs", "scripts", "python"]
 SCANNED_FILES = ["README.md"]
 TEXT_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".inc", ".py", ".md", ".txt", ".cmake", ".sh", ".json", ".expected",
                  ".in")

@@ -100,6 +100,11 @@ class Task {
   /// compiled runnables by it, and drops them once nobody can run them again).
   std::weak_ptr<const void> identity() const noexcept { return state_; }
 
+  /// @brief Runs body with this task active, in a NetBuilder named after the task, and makes the
+  /// builder the task's step (Caffe2's `with Task(...):`; the constructor with a body calls it).
+  /// InvalidInput when the task already has a step or was used.
+  void build(const std::function<void()>& body);
+
  private:
   friend class TaskGroup;
   /// get_step() with create_workspace set for the workspace type: the step TaskGroup::tasks_by_node
@@ -107,7 +112,6 @@ class Task {
   /// the step).
   ExecutionStep group_step();
   void set_step(const StepsOrNets& step);
-  void run_body(const std::function<void()>& body);
   std::shared_ptr<detail::TaskState> state_;
 };
 

@@ -1,0 +1,251 @@
+// moka._C's bindings of jobs and checkpoints (moka/job/, docs/jobs.md): Job with its groups as `with` blocks,
+// epoch_limiter, CheckpointManager, MultiNodeCheckpointManager, db_name and JobRunner, whose train() releases the
+// GIL and stops on Ctrl-C — the engine behind moka.checkpoint.
+#include "job.h"
+
+#include <pybind11/stl.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "binding_objects.h"
+#include "builder.h"
+#include "dsl.h"
+#include "moka/moka.h"
+
+namespace moka::python {
+namespace {
+
+struct PyJob {
+  Job job;
+  std::unique_ptr<WithBlock> block;
+};
+
+using GroupOf = TaskGroup& (Job::*)();
+using WithGroup = void (Job::*)(const std::function<void()>&);
+
+// One of the job's groups as a task.TaskGroup whose `with` refuses tasks once the job is compiled.
+PyTaskGroup job_group(Job job, GroupOf group_of, WithGroup with_group) {
+  TaskGroup group = (job.*group_of)();
+  return PyTaskGroup{std::move(group), nullptr,
+                     [job, with_group](const std::function<void()>& body) mutable { (job.*with_group)(body); }};
+}
+
+std::optional<std::vector<std::string>> optional_names(const py::handle& names) {
+  if (names.is_none()) return std::nullopt;
+  return names.cast<std::vector<std::string>>();
+}
+
+std::optional<std::string> optional_str(const py::handle& x) {
+  if (x.is_none()) return std::nullopt;
+  return std::string(py::str(x));
+}
+
+void no_metadata_handler(const py::handle& handler) {
+  if (!handler.is_none())
+    throw InvalidInput("metadata_handler: a Python checkpoint metadata handler is not supported yet (pass None)");
+}
+
+PyTask py_task(Task t) { return PyTask{std::move(t), nullptr}; }
+PyTaskGroup py_group(TaskGroup g) { return PyTaskGroup{std::move(g), nullptr, {}}; }
+
+// A session's run as the GIL-free, Ctrl-C-aware work of run_interruptibly.
+template <class Work>
+auto run_in_session(PyLocalSession& s, Work work) {
+  auto cancel = std::make_shared<CancelToken>();
+  s.session.run_options().cancel = cancel;
+  using R = decltype(work(s.session));
+  R result{};
+  run_interruptibly([cancel] { cancel->cancel(); }, [&] { result = work(s.session); });
+  return result;
+}
+
+}  // namespace
+
+void bind_job(py::module_& m) {
+  py::class_<PyJob> job(m, "Job", "A training job: init, epoch, download and exit groups (checkpoint.Job).");
+  job.def(py::init([](std::optional<PyTaskGroup*> init_group, std::optional<PyTaskGroup*> epoch_group,
+                      std::optional<PyTaskGroup*> download_group, std::optional<PyTaskGroup*> exit_group,
+                      const py::handle& stop_conditions, const py::handle& nodes_to_checkpoint) {
+            JobOptions o;
+            auto group = [](std::optional<PyTaskGroup*> g) -> std::optional<TaskGroup> {
+              if (!g || *g == nullptr) return std::nullopt;
+              return (*g)->group;
+            };
+            o.init_group = group(init_group);
+            o.epoch_group = group(epoch_group);
+            o.download_group = group(download_group);
+            o.exit_group = group(exit_group);
+            if (!stop_conditions.is_none())
+              for (py::handle x : stop_conditions)
+                o.stop_conditions.push_back(py::isinstance<TaskOutput>(x) ? x.cast<TaskOutput>()
+                                                                          : TaskOutput(blob_list(x).at(0)));
+            o.nodes_to_checkpoint = optional_names(nodes_to_checkpoint);
+            return PyJob{Job(o), nullptr};
+          }),
+          py::arg("init_group") = py::none(), py::arg("epoch_group") = py::none(),
+          py::arg("download_group") = py::none(), py::arg("exit_group") = py::none(),
+          py::arg("stop_conditions") = py::none(), py::arg("nodes_to_checkpoint") = py::none())
+      .def_static(
+          "current",
+          [](bool required) -> py::object {
+            Job* j = Job::current(required);
+            if (j == nullptr) return py::none();
+            return py::cast(PyJob{*j, nullptr});
+          },
+          py::arg("required") = true)
+      .def_property_readonly("init_group",
+                             [](PyJob& j) { return job_group(j.job, &Job::init_group, &Job::init_group); })
+      .def_property_readonly("epoch_group",
+                             [](PyJob& j) { return job_group(j.job, &Job::epoch_group, &Job::epoch_group); })
+      .def_property_readonly("download_group",
+                             [](PyJob& j) { return job_group(j.job, &Job::download_group, &Job::download_group); })
+      .def_property_readonly("exit_group",
+                             [](PyJob& j) { return job_group(j.job, &Job::exit_group, &Job::exit_group); })
+      .def_property_readonly("stop_conditions", [](PyJob& j) { return j.job.stop_conditions(); })
+      .def("add_stop_condition",
+           [](PyJob& j, const py::handle& output) {
+             if (py::isinstance<TaskOutput>(output)) return j.job.add_stop_condition(output.cast<TaskOutput>());
+             return j.job.add_stop_condition(blob_list(output).at(0));
+           })
+      .def("add_stop_signal",
+           [](PyJob& j, const py::handle& output) {
+             if (py::isinstance<TaskOutput>(output)) return j.job.add_stop_condition(output.cast<TaskOutput>());
+             return j.job.add_stop_signal(blob_list(output).at(0));
+           })
+      .def("nodes_to_checkpoint", [](PyJob& j) { return j.job.nodes_to_checkpoint(); })
+      // Caffe2 passed the session class (job.compile(LocalSession)); moka's compilation needs none.
+      .def(
+          "compile", [](PyJob& j, const py::handle&) { j.job.compile(); }, py::arg("session_class") = py::none());
+  add_with(job, [](PyJob& j) -> WithBlock::Call {
+    return [&j](const std::function<void()>& body) { j.job.build([&](Job&) { body(); }); };
+  });
+  m.def(
+      "epoch_limiter", [](PyJob& j, int64_t num_epochs) { return epoch_limiter(j.job, num_epochs); }, py::arg("job"),
+      py::arg("num_epochs"));
+  m.def(
+      "db_name",
+      [](int64_t epoch, const std::string& node_name, const std::string& db_prefix, const py::handle& path_prefix) {
+        return db_name(epoch, node_name, db_prefix, optional_str(path_prefix));
+      },
+      py::arg("epoch"), py::arg("node_name"), py::arg("db_prefix"), py::arg("path_prefix") = py::none());
+  m.def("get_ckpt_filename", &get_ckpt_filename, py::arg("node_name"), py::arg("epoch"));
+
+  // Checkpoint managers: what they build are Tasks and TaskGroups, run by a session or a JobRunner.
+  py::class_<CheckpointManagerBase, std::shared_ptr<CheckpointManagerBase>>(m, "CheckpointManagerBase")
+      .def(
+          "get_resume_from_epoch_id",
+          [](CheckpointManagerBase& c, std::optional<int64_t> user_epoch) {
+            return c.get_resume_from_epoch_id(user_epoch);
+          },
+          py::arg("user_epoch") = py::none())
+      .def(
+          "set_params",
+          [](CheckpointManagerBase& c, const std::vector<std::string>& nodes, const py::handle& path_prefix,
+             const py::handle& path_type) { c.set_params(nodes, optional_str(path_prefix), optional_str(path_type)); },
+          py::arg("nodes"), py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def(
+          "cp_accessible",
+          [](CheckpointManagerBase& c, std::optional<int64_t> epoch) { return c.cp_accessible(epoch); },
+          py::arg("epoch") = py::none())
+      .def("get_ckpt_db_name", &CheckpointManagerBase::get_ckpt_db_name, py::arg("node_name"), py::arg("epoch"))
+      .def("write_checkpoint_metadata", &CheckpointManagerBase::write_checkpoint_metadata, py::arg("epoch"));
+  py::class_<CheckpointManager, CheckpointManagerBase, std::shared_ptr<CheckpointManager>>(
+      m, "CheckpointManager", "Checkpoints one node: <db_prefix>/<node>.<epoch> (checkpoint.CheckpointManager).")
+      .def(py::init([](const std::string& db_prefix, const std::string& node_name, const std::string& db_type,
+                       const py::handle& metadata_handler) {
+             no_metadata_handler(metadata_handler);
+             return std::make_shared<CheckpointManager>(db_prefix, node_name, db_type);
+           }),
+           py::arg("db_prefix"), py::arg("node_name"), py::arg("db_type"), py::arg("metadata_handler") = py::none())
+      .def(
+          "init",
+          [](CheckpointManager& c, const py::handle& nodes, std::optional<int64_t> retrieve_from_epoch,
+             const py::handle& path_prefix, const py::handle& path_type) {
+            return py_task(
+                c.init(optional_names(nodes), retrieve_from_epoch, optional_str(path_prefix), optional_str(path_type)));
+          },
+          py::arg("nodes") = py::none(), py::arg("retrieve_from_epoch") = py::none(),
+          py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def("blob_list", &CheckpointManager::blob_list)
+      .def(
+          "load",
+          [](CheckpointManager& c, int64_t epoch, const py::handle& path_prefix, const py::handle& path_type) {
+            return py_task(c.load(epoch, optional_str(path_prefix), optional_str(path_type)));
+          },
+          py::arg("epoch"), py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def(
+          "load_blobs_from_checkpoint",
+          [](CheckpointManager& c, const std::vector<std::string>& blob_names, int64_t epoch) {
+            return py_task(c.load_blobs_from_checkpoint(blob_names, epoch));
+          },
+          py::arg("blob_names"), py::arg("epoch"))
+      .def(
+          "check_db_exists", [](CheckpointManager& c, int64_t epoch) { return py_task(c.check_db_exists(epoch)); },
+          py::arg("epoch"))
+      .def(
+          "save", [](CheckpointManager& c, int64_t epoch) { return py_task(c.save(epoch)); }, py::arg("epoch"))
+      .def_property_readonly("_node_name", &CheckpointManager::node_name)
+      .def_property_readonly("_db_prefix", &CheckpointManager::db_prefix);
+  py::class_<MultiNodeCheckpointManager, CheckpointManagerBase, std::shared_ptr<MultiNodeCheckpointManager>>(
+      m, "MultiNodeCheckpointManager",
+      "Checkpoints every node of a job, one DB per node (checkpoint.MultiNodeCheckpointManager).")
+      .def(py::init([](const std::string& db_prefix, const std::string& db_type, const py::handle& metadata_handler) {
+             no_metadata_handler(metadata_handler);
+             return std::make_shared<MultiNodeCheckpointManager>(db_prefix, db_type);
+           }),
+           py::arg("db_prefix"), py::arg("db_type"), py::arg("metadata_handler") = py::none())
+      .def(
+          "init",
+          [](MultiNodeCheckpointManager& c, const std::vector<std::string>& nodes,
+             std::optional<int64_t> retrieve_from_epoch, const py::handle& path_prefix, const py::handle& path_type) {
+            return py_group(c.init(nodes, retrieve_from_epoch, optional_str(path_prefix), optional_str(path_type)));
+          },
+          py::arg("nodes"), py::arg("retrieve_from_epoch") = py::none(), py::arg("path_prefix") = py::none(),
+          py::arg("path_type") = py::none())
+      .def(
+          "load",
+          [](MultiNodeCheckpointManager& c, int64_t epoch, const py::handle& path_prefix, const py::handle& path_type) {
+            return py_group(c.load(epoch, optional_str(path_prefix), optional_str(path_type)));
+          },
+          py::arg("epoch"), py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def(
+          "save", [](MultiNodeCheckpointManager& c, int64_t epoch) { return py_group(c.save(epoch)); },
+          py::arg("epoch"));
+
+  // JobRunner (Caffe2's checkpoint.JobRunner): train(session) runs the job's flow and returns the last epoch.
+  py::class_<JobRunner>(m, "JobRunner", "Runs a Job epoch by epoch, checkpointing each (checkpoint.JobRunner).")
+      .def(py::init([](PyJob& j, std::shared_ptr<CheckpointManagerBase> checkpoint_manager,
+                       std::optional<int64_t> resume_from_epoch, const py::handle& upload_task_group_builder) {
+             if (!upload_task_group_builder.is_none())
+               throw InvalidInput("upload_task_group_builder: not available from Python yet (pass None)");
+             JobRunnerOptions o;
+             o.resume_from_epoch = resume_from_epoch;
+             return std::make_unique<JobRunner>(j.job, std::move(checkpoint_manager), std::move(o));
+           }),
+           py::arg("job"), py::arg("checkpoint_manager") = nullptr, py::arg("resume_from_epoch") = py::none(),
+           py::arg("upload_task_group_builder") = py::none())
+      .def(
+          "train",
+          [](JobRunner& r, PyLocalSession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
+          py::arg("session"))
+      .def(
+          "__call__",
+          [](JobRunner& r, PyLocalSession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
+          py::arg("session"))
+      .def(
+          "load_blobs_from_checkpoints",
+          [](JobRunner& r, const std::vector<std::string>& blob_names, int64_t epoch, PyLocalSession& s) {
+            return run_in_session(s, [&](Session& ss) { return r.load_blobs_from_checkpoints(blob_names, epoch, ss); });
+          },
+          py::arg("blob_names"), py::arg("epoch"), py::arg("session"))
+      .def_property_readonly("resume_from_epoch", &JobRunner::resume_from_epoch)
+      .def_property_readonly("checkpoint_manager", &JobRunner::checkpoint_manager)
+      .def("save_failures", &JobRunner::save_failures);
+}
+
+}  // namespace moka::python

@@ -1,0 +1,221 @@
+"""moka.checkpoint: Caffe2's checkpoint_test.py, ported in our words with its expected values (docs/python.md §7).
+
+The job is Caffe2's build_pipeline: a trainer node's init group makes a dataset of val = 0..9 and total = [100];
+every epoch reads three records into total; the job stops when the reader's data is finished (after epoch 4). Each
+node runs in a workspace of its own (decision 1), so totals are fetched through a task's output, as Caffe2's test
+did, or from the session's node workspace instead of a shared `ws`."""
+import os
+
+import numpy as np
+import pytest
+
+import moka
+from moka import core
+from moka.checkpoint import (CheckpointManager, Job, JobRunner, MultiNodeCheckpointManager, db_name,
+                             epoch_limiter)
+from moka.dataio import ReaderWithLimit
+from moka.dataset import Dataset
+from moka.net_builder import ops
+from moka.pipeline import pipe
+from moka.schema import ConstRecord, Struct
+from moka.session import LocalSession
+from moka.task import Cluster, Node, Task
+
+EXPECTED_TOTALS = [103, 115, 136, 145]
+
+
+def build_pipeline(node_id):
+    with Node("trainer_%d" % node_id):
+        with Job.current().init_group, Task():
+            data_arr = Struct(("val", np.array(list(range(10)))))
+            data = ConstRecord(ops, data_arr)
+            ds = Dataset(data, name="dataset:%d" % node_id)
+            full_reader = ds.reader(ops)
+            total = ops.Const([100])
+
+        def inc_total(rec):
+            ops.Add([total, rec.val()], [total])
+
+        epoch_reader = ReaderWithLimit(full_reader, num_iter=3)
+        pipe(epoch_reader, processor=inc_total)
+        Job.current().add_stop_condition(epoch_reader.data_finished())
+    return [total]
+
+
+def run_with(builder):
+    with Cluster():
+        with Job() as job:
+            outputs = build_pipeline(node_id=0)
+        with Node("trainer_0"):  # where total lives (Caffe2 had one workspace for all nodes)
+            output_fetcher = Task(step=core.Net("empty"), outputs=outputs)
+
+        def fetch_total(session):
+            session.run(output_fetcher)
+            return output_fetcher.outputs()[0].fetch()
+
+        session, checkpoint = builder()
+        job.compile(LocalSession)
+        num_epochs = JobRunner(job, checkpoint).train(session)
+        assert num_epochs == len(EXPECTED_TOTALS)
+        assert fetch_total(session) == EXPECTED_TOTALS[-1]
+
+        for initial_epoch in range(1, num_epochs + 1):
+            session, checkpoint = builder()
+            JobRunner(job, checkpoint, resume_from_epoch=initial_epoch).train(session)
+            assert fetch_total(session) == EXPECTED_TOTALS[-1]
+
+        for epoch in range(1, num_epochs + 1):
+            session.run(checkpoint.load(epoch))
+            assert fetch_total(session) == EXPECTED_TOTALS[epoch - 1]
+
+
+def test_single_checkpoint(tmp_path):
+    # One node's manager: files <dir>/temp_node.<epoch>.
+    single = tmp_path / "single"
+    single.mkdir()
+    run_with(lambda: (LocalSession(), CheckpointManager(str(single), "temp_node", "minidb")))
+    assert (single / "temp_node.4").exists()
+
+    # One manager per node: files <dir>/trainer_0.<epoch>.
+    multi = tmp_path / "multi"
+    multi.mkdir()
+    run_with(lambda: (LocalSession(), MultiNodeCheckpointManager(str(multi), "minidb")))
+    assert (multi / "trainer_0.4").exists()
+
+
+def test_ckpt_names_and_load_blobs_from_checkpoints(tmp_path):
+    # Naming: <prefix>/<node>.<epoch> for every node of the job.
+    checkpoint = MultiNodeCheckpointManager(str(tmp_path), "minidb")
+    with Cluster():
+        with Job() as job:
+            for node_id in range(3):
+                build_pipeline(node_id)
+    job.compile(LocalSession)
+    checkpoint.init(job.nodes_to_checkpoint())
+    for node_id in range(3):
+        assert checkpoint.get_ckpt_db_name("trainer_%d" % node_id, 5) == \
+            str(tmp_path) + "/trainer_%d.5" % node_id
+    assert db_name(5, "trainer_0", str(tmp_path)) == str(tmp_path) + "/trainer_0.5"
+
+    # Train each node separately, then load one blob of each trainer from every epoch's checkpoint.
+    train_dir = tmp_path / "train"
+    train_dir.mkdir()
+    totals = {}
+    for node_id in range(3):
+        session = LocalSession()
+        manager = MultiNodeCheckpointManager(str(train_dir), "minidb")
+        with Cluster():
+            with Job() as job:
+                totals[node_id] = build_pipeline(node_id)[0]
+        job.compile(LocalSession)
+        assert JobRunner(job, manager).train(session) == len(EXPECTED_TOTALS)
+
+    session = LocalSession()
+    manager = MultiNodeCheckpointManager(str(train_dir), "minidb")
+    with Cluster():
+        with Job() as job:
+            for node_id in range(3):
+                build_pipeline(node_id)
+    job.compile(LocalSession)
+    runner = JobRunner(job, manager)
+    names = [str(totals[1]), str(totals[2])]
+    for epoch in range(1, len(EXPECTED_TOTALS) + 1):
+        assert runner.load_blobs_from_checkpoints(blob_names=names, epoch=epoch, session=session)
+        for node_id, name in ((1, names[0]), (2, names[1])):
+            ws = session.workspace("trainer_%d" % node_id)
+            assert ws.has_blob(name)
+            np.testing.assert_array_equal(ws.fetch_blob(name), np.array([EXPECTED_TOTALS[epoch - 1]]))
+    assert not runner.load_blobs_from_checkpoints(blob_names=names, epoch=5, session=session)
+
+
+def test_ckpt_save_failure():
+    # Every save fails (the directory does not exist); training still completes, as in Caffe2.
+    for node_id in range(3):
+        session = LocalSession()
+        checkpoint = MultiNodeCheckpointManager("/tmp/path_does_not_exist/", "minidb")
+        with Cluster():
+            with Job() as job:
+                build_pipeline(node_id)
+        job.compile(LocalSession)
+        assert JobRunner(job, checkpoint).train(session) == len(EXPECTED_TOTALS)
+
+
+def test_download_group_simple():
+    # The download group runs after the epochs and sees their results (Caffe2's ModelHelper nets written out).
+    init_net = core.Net("param_init_net")
+    train_net = core.Net("train_net")
+    download_net = core.Net("download_net")
+    for name in ["input1", "input2", "output", "download_result"]:
+        init_net.ConstantFill([], [name], shape=[8], value=1.0)  # Caffe2's run_once=0 is not an argument in moka
+    train_net.Add(["input1", "input2"], ["output"])
+    download_net.Copy(["output"], ["download_result"])
+    with Job() as job:
+        with Node("trainer:0"):
+            with job.init_group:
+                Task(step=init_net)
+            with job.epoch_group:
+                with Task():
+                    with ops.loop(1):
+                        ops.net(train_net)
+            with job.download_group:
+                Task(step=download_net)
+            epoch_limiter(job, 1)
+    session = LocalSession()
+    assert JobRunner(job).train(session) == 1
+    expected = np.full(8, 2.0).astype(np.float32)
+    np.testing.assert_array_equal(session.fetch("trainer:0", "output"), expected)
+    np.testing.assert_array_equal(session.fetch("trainer:0", "download_result"), expected)
+
+
+def test_reuse_checkpoint_manager(tmp_path):
+    # One session and one manager for several runners: re-init keeps the first blob lists.
+    session = LocalSession()
+    checkpoint = MultiNodeCheckpointManager(str(tmp_path), "minidb")
+    with Job() as job:
+        outputs = build_pipeline(node_id=0)
+    with Node("trainer_0"):
+        output_fetcher = Task(step=core.Net("empty"), outputs=outputs)
+
+    def fetch_total():
+        session.run(output_fetcher)
+        return output_fetcher.outputs()[0].fetch()
+
+    job.compile(LocalSession)
+    num_epochs = JobRunner(job, checkpoint).train(session)
+    for initial_epoch in range(1, num_epochs + 1):
+        JobRunner(job, checkpoint, resume_from_epoch=initial_epoch).train(session)
+        assert fetch_total() == EXPECTED_TOTALS[-1]
+
+
+def test_job_errors():
+    # A Job's groups refuse tasks once it is compiled; epoch_limiter needs at least one epoch.
+    with Job() as job:
+        with Node("n"):
+            with job.init_group:
+                Task(step=core.Net("init"))
+            with pytest.raises(moka.InvalidInput):
+                epoch_limiter(job, 0)
+    job.compile()
+    with pytest.raises(moka.InvalidInput, match="compiled"):
+        with job.init_group:
+            Task(step=core.Net("late"))
+    with pytest.raises(moka.InvalidInput, match="metadata_handler"):
+        CheckpointManager("/tmp", "n", "minidb", metadata_handler=object())
+    assert Job.current(required=False) is None
+
+
+def test_corrupt_checkpoint_is_refused(tmp_path):
+    # A truncated checkpoint file is an error naming it, not a silently wrong resume.
+    session = LocalSession()
+    checkpoint = CheckpointManager(str(tmp_path), "temp_node", "minidb")
+    with Cluster():
+        with Job() as job:
+            build_pipeline(node_id=0)
+    assert JobRunner(job, checkpoint).train(session) == len(EXPECTED_TOTALS)
+    path = tmp_path / "temp_node.2"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(moka.Error, match="temp_node.2"):
+        JobRunner(job, CheckpointManager(str(tmp_path), "temp_node", "minidb"),
+                  resume_from_epoch=2).train(LocalSession())
+    assert os.path.exists(tmp_path / "temp_node.4")
