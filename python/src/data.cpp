@@ -117,8 +117,11 @@ std::string processor_name(const py::handle& f) {
 // A Python callable as a processor: called at build time, on the building thread, with the record read.
 Processor processor_of(const py::handle& f) {
   if (f.is_none()) return {};
-  py::object fn = py::reinterpret_borrow<py::object>(f);
-  auto call = std::make_shared<py::object>(fn);
+  // Dropped with the GIL taken, wherever the last copy of the processor goes.
+  std::shared_ptr<py::object> call(new py::object(py::reinterpret_borrow<py::object>(f)), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
   return Processor(
       [call](const s::Field& rec) {
         py::gil_scoped_acquire gil;
