@@ -202,6 +202,8 @@ def test_job_errors():
     with pytest.raises(moka.InvalidInput, match="metadata_handler"):
         CheckpointManager("/tmp", "n", "minidb", metadata_handler=object())
     assert Job.current(required=False) is None
+    with pytest.raises(moka.InvalidInput, match="upload_task_group_builder"):
+        JobRunner(job, upload_task_group_builder=object())
 
 
 def test_corrupt_checkpoint_is_refused(tmp_path):

@@ -13,7 +13,7 @@ from moka.dataset import Dataset
 from moka.net_builder import ops
 from moka.pipeline import Output, pipe, pipe_and_output
 from moka.queue_util import Queue
-from moka.schema import FeedRecord, FetchRecord, InitEmptyRecord, NewRecord, Scalar, Struct
+from moka.schema import ConstRecord, FeedRecord, FetchRecord, InitEmptyRecord, NewRecord, Scalar, Struct
 from moka.session import LocalSession
 from moka.task import TaskGroup, WorkspaceType, final_output
 
@@ -190,3 +190,8 @@ def test_count_until_and_bad_input():
     np.testing.assert_array_equal(rec.b(), np.array([1, 2]))
     with pytest.raises(AttributeError):
         rec.c
+    with pytest.raises(moka.TypeError, match="ConstRecord: expected a core.Net or ops"):
+        ConstRecord(42, rec)
+    with pytest.raises(moka.TypeError, match="pipe: output"):
+        with TaskGroup():
+            pipe(src_ds.reader(), output=42)
