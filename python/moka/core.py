@@ -195,7 +195,8 @@ class Net:
         return Net(_C.Net.from_json(json.dumps(fields), unique_name=False))
 
     def Const(self, array, blob_out=None, dtype=None):
-        """A constant (Caffe2's net.Const): int → int64, float → float64, bool → bool, str → string."""
+        """A constant (Caffe2's net.Const): int → int64, float → float64 (decision 32; Caffe2 made it float32),
+        bool → bool, str → string; a numpy value keeps its own dtype; ``dtype`` (a DataType) converts exactly."""
         if blob_out is not None and not isinstance(blob_out, BlobReference):
             blob_out = ScopedName(str(blob_out))
         return BlobReference(self._net.const(array, blob_out, dtype), self)

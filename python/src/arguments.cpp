@@ -7,8 +7,10 @@
 #include <memory>
 #include <vector>
 
+#include "builder.h"
 #include "moka/builder/net.h"
 #include "moka/core/error.h"
+#include "numpy_tensor.h"
 
 namespace py = pybind11;
 
@@ -122,6 +124,18 @@ ConstValue const_value(const py::handle& given) {
   }
   throw TypeError("Const: a value of type " + py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>() +
                   " (a number, bool, string, or a list of them)");
+}
+
+ConstOptions const_options(const py::handle& value, const py::handle& blob_out, std::optional<int> dtype) {
+  ConstOptions opts;
+  if (!blob_out.is_none()) opts.blob_out = blob_list(blob_out).at(0);
+  py::module_ np = py::module_::import("numpy");
+  if (dtype) {
+    opts.dtype = static_cast<DType>(*dtype);
+  } else if (py::isinstance(value, np.attr("ndarray")) || py::isinstance(value, np.attr("generic"))) {
+    opts.dtype = from_numpy(np.attr("empty")(0, py::arg("dtype") = value.attr("dtype")), "Const").dtype();
+  }
+  return opts;
 }
 
 }  // namespace moka::python

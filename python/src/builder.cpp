@@ -108,10 +108,7 @@ void bind_builder(py::module_& m) {
       .def(
           "const",
           [](Net& net, const py::handle& value, const py::handle& blob_out, std::optional<int> dtype) {
-            ConstOptions opts;
-            if (!blob_out.is_none()) opts.blob_out = blob_of(blob_out);
-            if (dtype) opts.dtype = static_cast<DType>(*dtype);
-            return net.Const(const_value(value), opts).name();
+            return net.Const(const_value(value), const_options(value, blob_out, dtype)).name();
           },
           py::arg("value"), py::arg("blob_out") = py::none(), py::arg("dtype") = py::none())
       .def("is_defined", [](const Net& net, const py::handle& b) { return net.is_defined(blob_of(b)); })

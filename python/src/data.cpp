@@ -44,9 +44,11 @@ std::optional<Net> optional_net(const py::handle& x, const char* what) {
   return net_of(x, what);
 }
 
-// What Struct/List take as a field: a Field, or data (a numpy array, list or scalar) as a Scalar carrying it.
+// What Struct/List take as a field (Caffe2's _normalize_field): a Field, a BlobReference as a Scalar of that blob,
+// or data (a numpy array, list or scalar) as a Scalar carrying it.
 s::Field field_of(const py::handle& x, const std::string& name) {
   if (py::isinstance<s::Field>(x)) return x.cast<s::Field>();
+  if (py::hasattr(x, "_moka_blob_name")) return s::Scalar(std::nullopt, blob_list(x).at(0));
   return s::Scalar(from_numpy(x, "field \"" + name + "\""));
 }
 

@@ -116,10 +116,7 @@ void bind_dsl(py::module_& m) {
   o.def(
       "Const",
       [](const py::handle& value, const py::handle& blob_out, std::optional<int> dtype) {
-        ConstOptions opts;
-        if (!blob_out.is_none()) opts.blob_out = blob_list(blob_out).at(0);
-        if (dtype) opts.dtype = static_cast<DType>(*dtype);
-        return ops::Const(const_value(value), opts).name();
+        return ops::Const(const_value(value), const_options(value, blob_out, dtype)).name();
       },
       py::arg("value"), py::arg("blob_out") = py::none(), py::arg("dtype") = py::none());
   o.def(

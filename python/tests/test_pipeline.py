@@ -195,3 +195,28 @@ def test_count_until_and_bad_input():
     with pytest.raises(moka.TypeError, match="pipe: output"):
         with TaskGroup():
             pipe(src_ds.reader(), output=42)
+
+
+def test_processor_returns_struct_of_blobs():
+    # A processor may return Struct(("name", blob)) of blobs it made, as Caffe2's schema._normalize_field allows:
+    # the transform x * 2 + 1 on float32 records keeps the dtype because Const takes np.float32's own dtype.
+    session = LocalSession()
+    src_init = core.Net("src_init")
+    with NameScope("fsrc"):
+        values = Struct(("x", np.arange(8, dtype=np.float32)))
+        blobs = NewRecord(src_init, values)
+        src_ds = Dataset(blobs, name="fsrc")
+        FeedRecord(blobs, values, session.workspace())
+    session.run(src_init)
+    dst_ds = make_destination_dataset(session, src_ds.content().clone_schema(), name="fdst")
+
+    def proc(rec):
+        y = ops.Add([ops.Mul([rec.x(), ops.Const(np.float32(2))]), ops.Const(np.float32(1))])
+        return Struct(("x", y))
+
+    with TaskGroup(workspace_type=WorkspaceType.GLOBAL) as tg:
+        pipe(src_ds.reader(batch_size=3), dst_ds.writer(), processor=proc)
+    session.run(tg)
+    got = fetch_column(session, dst_ds, "x")
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.arange(8, dtype=np.float32) * 2 + 1)

@@ -82,6 +82,26 @@ def test_a_net_runs_once_and_its_outputs_are_blobs():
     assert workspace.Nets() == []  # RunNetOnce keeps no net
 
 
+def test_const_keeps_a_numpy_values_dtype_and_python_numbers_follow_decision_32():
+    net = core.Net("consts")
+    cases = {
+        "f32": (np.float32(2), np.float32),
+        "f32v": (np.array([1, 2], dtype=np.float32), np.float32),
+        "i32": (np.int32(7), np.int32),
+        "u8v": (np.array([3, 4], dtype=np.uint8), np.uint8),
+        "py_int": (5, np.int64),
+        "py_float": (2.5, np.float64),  # decision 32: Caffe2 made this float32
+        "as_f32": (3, np.float32),  # an explicit dtype wins
+    }
+    for name, (value, _) in cases.items():
+        net.Const(value, blob_out=name, dtype=core.DataType.FLOAT if name == "as_f32" else None)
+    assert workspace.RunNetOnce(net)
+    for name, (value, dtype) in cases.items():
+        got = workspace.FetchBlob(name)
+        assert got.dtype == dtype, name
+        np.testing.assert_array_equal(got, np.asarray(value).astype(dtype))
+
+
 def test_created_nets_run_many_times_and_stay():
     net = core.Net("count")
     net.CreateCounter([], "counter", init_count=0)
