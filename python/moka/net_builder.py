@@ -74,7 +74,8 @@ class Operations:
         return core.Net(got) if isinstance(got, _C.Net) else core.ExecutionStep(got)
 
     def Const(self, value, blob_out=None, dtype=None):
-        """A constant: Python int → int64, float → float64, bool → bool, str → string; 0-d, or 1-d for a list."""
+        """A constant: Python int → int64, float → float64 (decision 32), bool → bool, str → string; a numpy
+        value keeps its dtype; 0-d, or 1-d for a list."""
         return BlobReference(_C.ops.Const(value, _scoped(blob_out)[0] if blob_out is not None else None, dtype))
 
     def stop(self):

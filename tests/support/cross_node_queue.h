@@ -26,9 +26,13 @@ struct CrossNodeShape {
 
 inline std::string trainer_node(int i) { return "t" + std::to_string(i); }
 
+/// A trainer's own blob: named by its node, so that where every node shares one workspace (Caffe2's
+/// LocalSession) two trainers never add into the same blob at once.
+inline std::string trainer_blob(int i, const char* name) { return trainer_node(i) + "_" + name; }
+
 /// The program: set_up() once (the data on "reader", total and count on every trainer), then feed() as often
-/// as wanted; each feed() streams every record once, each trainer adding the values it read to "total" and
-/// their number to "count".
+/// as wanted; each feed() streams every record once, each trainer adding the values it read to its "total"
+/// and their number to its "count" (trainer_blob()).
 class CrossNodeFeed {
  public:
   explicit CrossNodeFeed(const CrossNodeShape& shape) : shape_(shape) {}
@@ -46,8 +50,9 @@ class CrossNodeFeed {
         Node(trainer_node(i), [&] {
           Task([&] {
             // total: one sum per position in a batch (Add of two batches is element by element).
-            ops::Const(std::vector<int64_t>(static_cast<std::size_t>(shape_.batch), 0), {.blob_out = "total"});
-            ops::Const(std::vector<int64_t>{0}, {.blob_out = "count"});
+            ops::Const(std::vector<int64_t>(static_cast<std::size_t>(shape_.batch), 0),
+                       {.blob_out = trainer_blob(i, "total")});
+            ops::Const(std::vector<int64_t>{0}, {.blob_out = trainer_blob(i, "count")});
           });
         });
     });
@@ -61,8 +66,8 @@ class CrossNodeFeed {
       for (int i = 0; i < shape_.trainers; ++i)
         Node(trainer_node(i), [&] {
           pipe(queue, {.processor = Processor(
-                           [](const schema::Field& rec) {
-                             const BlobRef total("total"), count("count");
+                           [i](const schema::Field& rec) {
+                             const BlobRef total(trainer_blob(i, "total")), count(trainer_blob(i, "count"));
                              ops::Add({total, rec["val"]()}, {total});
                              ops::Add({count, ops::Const(std::vector<int64_t>{1})}, {count});
                            },
@@ -77,10 +82,10 @@ class CrossNodeFeed {
   std::vector<std::pair<int64_t, int64_t>> tallies(Session& session) const {
     std::vector<std::pair<int64_t, int64_t>> out;
     for (int i = 0; i < shape_.trainers; ++i) {
-      const Tensor total = session.fetch(trainer_node(i), "total");
+      const Tensor total = session.fetch(trainer_node(i), trainer_blob(i, "total"));
       const auto sums = total.values<int64_t>();
       out.emplace_back(std::accumulate(sums.begin(), sums.end(), int64_t{0}),
-                       session.fetch(trainer_node(i), "count").values<int64_t>()[0] * shape_.batch);
+                       session.fetch(trainer_node(i), trainer_blob(i, "count")).values<int64_t>()[0] * shape_.batch);
     }
     return out;
   }
