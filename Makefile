@@ -34,7 +34,7 @@ help:
 	@echo "make build   release build only"
 	@echo "make asan    AddressSanitizer+UBSan build and tests"
 	@echo "make tsan    ThreadSanitizer build and tests"
-	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/ (collectives_bench under mpirun, 2 and 4 ranks; mpi_queue_bench, 2; mpi_seed_job_bench, 3; mpi_checkpoint_bench, 4; plan_build_bench through bench/python_plan_build_bench.py)"
+	@echo "make bench   release build, then every benchmark in $(RELEASE_DIR)/bench/ (collectives_bench under mpirun, 2 and 4 ranks; mpi_queue_bench, 2; mpi_seed_job_bench, 3; mpi_checkpoint_bench, 4; plan_build_bench through bench/python_plan_build_bench.py; pipe_bench, then bench/python_pipe_bench.py, which installs python3-torch)"
 	@echo "make fuzz    libFuzzer build, then the fuzzers ($(FUZZ_TARGETS)), FUZZ_SECONDS=$(FUZZ_SECONDS) each"
 	@echo "make crash-test  release build, then CRASH_TRIALS=$(CRASH_TRIALS) SIGKILL-and-resume trials of moka job run,"
 	@echo "                 and MPI_CRASH_TRIALS=$(MPI_CRASH_TRIALS) with one rank of it killed under mpirun"
@@ -87,6 +87,8 @@ bench: build
 	      mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 4 "$$b" ;; \
 	    */plan_build_bench) \
 	      PYTHONPATH=$(RELEASE_DIR)/python /usr/bin/python3 bench/python_plan_build_bench.py --build $(RELEASE_DIR) ;; \
+	    */pipe_bench) "$$b"; \
+	      PYTHONPATH=$(RELEASE_DIR)/python /usr/bin/python3 bench/python_pipe_bench.py ;; \
 	    *) "$$b" ;; \
 	  esac; \
 	done; \

@@ -28,27 +28,8 @@ import sys
 import tempfile
 import time
 
-DEBIAN_PYTHON = "/usr/bin/python3"
-
-
-def ensure_debian_python():
-    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-
-
-def import_torch(install):
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        if not install:
-            sys.exit("torch is not installed; run without --no-install (apt-get install -y python3-torch) or install it")
-        print("installing Debian's python3-torch with apt-get ...", flush=True)
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        rc = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "python3-torch"], env=env).returncode
-        if rc != 0:
-            sys.exit(f"apt-get install python3-torch failed (exit {rc}); cannot run the torch benchmark here")
-    import torch
-    return torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from debian_torch import ensure_debian_python, import_torch  # noqa: E402
 
 
 def drop_page_cache():
