@@ -4,6 +4,7 @@
 
 #include <pybind11/stl.h>
 
+#include <any>
 #include <memory>
 #include <optional>
 #include <string>
@@ -146,6 +147,85 @@ PipeOptions pipe_options(const py::handle& output, int32_t num_threads, const py
   return o;
 }
 
+// A Python reader builder (Caffe2's duck-typed dataio.ReaderBuilder: schema(), setup(**kwargs),
+// new_reader(**kwargs)) as a C++ ReaderBuilder, so that CompositeReaderBuilder's one engine drives it. The
+// Python keyword arguments travel in ReaderBuilderArgs: the limiter as `limiter`, the rest as extra["kwargs"].
+using PyObjectPtr = std::shared_ptr<py::object>;
+
+PyObjectPtr kept(py::object o) {
+  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+ReaderBuilderArgs builder_args(py::kwargs kwargs) {
+  ReaderBuilderArgs args;
+  if (kwargs.contains("limiter")) {
+    args.limiter = kept(kwargs["limiter"]);
+    PyDict_DelItemString(kwargs.ptr(), "limiter");
+  }
+  args.extra["kwargs"] = kept(std::move(kwargs));
+  return args;
+}
+
+py::dict python_kwargs(const ReaderBuilderArgs& args) {
+  py::dict out;
+  if (auto it = args.extra.find("kwargs"); it != args.extra.end())
+    if (const auto* d = std::any_cast<PyObjectPtr>(&it->second)) out = py::dict(**d);
+  if (const auto* l = std::any_cast<PyObjectPtr>(&args.limiter)) out["limiter"] = **l;
+  return out;
+}
+
+py::dict data_finished_dict(const DataFinishedMap& m) {
+  py::dict out;
+  for (const auto& [name, blob] : m) out[py::str(name)] = blob_reference(blob);
+  return out;
+}
+
+class PythonReaderBuilder final : public ReaderBuilder {
+ public:
+  explicit PythonReaderBuilder(py::object builder) : builder_(kept(std::move(builder))) {}
+  s::Field schema() const override {
+    py::gil_scoped_acquire gil;
+    py::object f = builder_->attr("schema")();
+    if (!py::isinstance<s::Field>(f))
+      throw TypeError("a reader builder's schema() returns a schema.Field, not " + type_name_of(f));
+    return f.cast<s::Field>();
+  }
+  DataFinishedMap setup(const ReaderBuilderArgs& args) override {
+    py::gil_scoped_acquire gil;
+    py::object r = builder_->attr("setup")(**python_kwargs(args));
+    DataFinishedMap out;
+    if (r.is_none()) return out;
+    if (!py::isinstance<py::dict>(r))
+      throw TypeError("a reader builder's setup() returns None or a dict of data_finished blobs, not " +
+                      type_name_of(r));
+    for (auto [name, blob] : r.cast<py::dict>()) out.emplace(py::str(name), blob_list(blob).at(0));
+    return out;
+  }
+  ReaderSource new_reader(const ReaderBuilderArgs& args) override {
+    py::gil_scoped_acquire gil;
+    py::object r = builder_->attr("new_reader")(**python_kwargs(args));
+    if (r.is_none()) return {};  // CompositeReaderBuilder names the error
+    if (!py::isinstance<Reader>(r) && !py::isinstance<Pipe>(r) && !py::isinstance<Dataset>(r))
+      throw InvalidInput("reader must be an instance of Reader or Pipe, not " + type_name_of(r));
+    return source_of(r);
+  }
+
+ private:
+  PyObjectPtr builder_;
+};
+
+std::shared_ptr<ReaderBuilder> reader_builder_of(const py::handle& x) {
+  if (py::isinstance<ReaderBuilder>(x)) return x.cast<std::shared_ptr<ReaderBuilder>>();
+  for (const char* method : {"schema", "setup", "new_reader"})
+    if (!py::hasattr(x, method))
+      throw TypeError(std::string("a reader builder needs schema(), setup() and new_reader(); ") + type_name_of(x) +
+                      " has no " + method + "()");
+  return std::make_shared<PythonReaderBuilder>(py::reinterpret_borrow<py::object>(x));
+}
+
 }  // namespace
 
 void bind_data(py::module_& m) {
@@ -258,6 +338,32 @@ void bind_data(py::module_& m) {
       m, "ReaderWithTimeLimit", "Stops reading once duration seconds have passed (dataio.ReaderWithTimeLimit).")
       .def(py::init<std::shared_ptr<Reader>, double>(), py::arg("reader"), py::arg("duration") = 0.0);
   m.def("CountUntil", &CountUntil, py::arg("num_iter"));
+  py::class_<ReaderWithDelay, Reader, std::shared_ptr<ReaderWithDelay>>(
+      m, "ReaderWithDelay",
+      "Sleeps delay seconds before every read of reader (the ReaderWithDelay of Caffe2's "
+      "dataio tests).")
+      .def(py::init<std::shared_ptr<Reader>, double>(), py::arg("reader"), py::arg("delay"));
+  py::class_<CompositeReader, Reader, std::shared_ptr<CompositeReader>>(
+      m, "CompositeReader", "One record from each reader per read, as Struct(name: schema) (dataio.CompositeReader).")
+      .def(py::init<std::vector<std::string>, std::vector<std::shared_ptr<Reader>>>(), py::arg("names"),
+           py::arg("readers"));
+  py::class_<ReaderBuilder, std::shared_ptr<ReaderBuilder>>(m, "ReaderBuilderBase",
+                                                            "A ReaderBuilder of the C++ runtime.")
+      .def("schema", &ReaderBuilder::schema)
+      .def("setup",
+           [](ReaderBuilder& b, py::kwargs kwargs) { return data_finished_dict(b.setup(builder_args(kwargs))); })
+      .def("new_reader",
+           [](ReaderBuilder& b, py::kwargs kwargs) { return source_object(b.new_reader(builder_args(kwargs))); });
+  py::class_<CompositeReaderBuilder, ReaderBuilder, std::shared_ptr<CompositeReaderBuilder>>(
+      m, "CompositeReaderBuilder",
+      "Builds CompositeReaders from one reader builder per name "
+      "(dataio.CompositeReaderBuilder).")
+      .def(py::init([](std::vector<std::string> names, const py::sequence& reader_builders) {
+             std::vector<std::shared_ptr<ReaderBuilder>> builders;
+             for (py::handle b : reader_builders) builders.push_back(reader_builder_of(b));
+             return std::make_shared<CompositeReaderBuilder>(std::move(names), std::move(builders));
+           }),
+           py::arg("names"), py::arg("reader_builders"));
 
   // dataset (Caffe2's dataset.Dataset).
   py::class_<Dataset>(m, "Dataset", "A table of named columns stored in blobs (dataset.Dataset).")

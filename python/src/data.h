@@ -8,5 +8,7 @@
 namespace moka::python {
 
 void bind_data(pybind11::module_& m);
+/// DBFileReader and CachedReader (moka.db_file_reader, moka.cached_reader); after bind_data (their base, Reader).
+void bind_db_file_reader(pybind11::module_& m);
 
 }  // namespace moka::python

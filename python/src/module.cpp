@@ -70,5 +70,6 @@ PYBIND11_MODULE(_C, m) {
   moka::python::bind_dsl(m);
   moka::python::bind_python_op(m);
   moka::python::bind_data(m);
+  moka::python::bind_db_file_reader(m);
   moka::python::bind_job(m);
 }
