@@ -26,6 +26,8 @@ using Json = nlohmann::ordered_json;
 
 /// Same value as kCallableOpType in moka/operators/callable.h; not included because defs sits below ops.
 constexpr std::string_view kCallableType = "Callable";
+/// Set while comparison_json writes: a Callable operator is written without its token instead of refused.
+thread_local bool g_callables_for_comparison = false;
 /// Substep nesting and net-in-argument nesting limit, so a hostile file cannot exhaust the stack.
 constexpr int kMaxNesting = 64;
 /// Raw JSON nesting limit, checked while parsing (a valid plan needs about 5 levels per nested net).
@@ -662,13 +664,20 @@ Json args_json(const std::vector<Argument>& args, int depth) {
 }
 
 Json op_json(const OperatorDef& op, int depth, size_t index, const std::string* net_name) {
-  if (op.type == kCallableType) callable_fail(index, net_name);
+  if (op.type == kCallableType && !g_callables_for_comparison) callable_fail(index, net_name);
   Json o = Json::object();
   if (!op.name.empty()) o["name"] = op.name;
   if (!op.type.empty()) o["type"] = op.type;
   put_strings(o, "input", op.input);
   put_strings(o, "output", op.output);
-  if (!op.arg.empty()) o["arg"] = args_json(op.arg, depth);
+  if (op.type == kCallableType) {
+    std::vector<Argument> args;  // the token is a process-local number: every argument but it
+    for (const Argument& a : op.arg)
+      if (a.name != "token") args.push_back(a);
+    if (!args.empty()) o["arg"] = args_json(args, depth);
+  } else if (!op.arg.empty()) {
+    o["arg"] = args_json(op.arg, depth);
+  }
   if (!op.engine.empty()) o["engine"] = op.engine;
   put_strings(o, "control_input", op.control_input);
   if (!op.debug_info.empty()) o["debug_info"] = op.debug_info;
@@ -944,6 +953,14 @@ std::string to_json(const TaskGroupDef& group, int indent) {
 }
 
 std::string to_json(const PlanDef& plan, int indent) { return dump(plan_json(plan), indent); }
+
+std::string comparison_json(const TaskGroupDef& group) {
+  struct Allow {
+    Allow() { g_callables_for_comparison = true; }
+    ~Allow() { g_callables_for_comparison = false; }
+  } allow;
+  return dump(task_group_json(group), -1);
+}
 
 std::string to_json(const NetDef& net, int indent) { return dump(net_json(net, 0), indent); }
 

@@ -27,12 +27,41 @@ namespace {
 
 bool initialized_here = false;
 
+struct FinalizeHooks {
+  std::mutex mu;
+  uint64_t next = 0;
+  std::map<uint64_t, std::function<void()>> stops;
+};
+FinalizeHooks& finalize_hooks() {
+  static auto* hooks = new FinalizeHooks;  // never destroyed: exit handlers may still use it
+  return *hooks;
+}
+
 void finalize_at_exit() { finalize_mpi_now(); }
 
 }  // namespace
 
+uint64_t before_finalize(std::function<void()> stop) {
+  FinalizeHooks& h = finalize_hooks();
+  std::lock_guard lock(h.mu);
+  h.stops.emplace(h.next, std::move(stop));
+  return h.next++;
+}
+
+void forget_before_finalize(uint64_t id) {
+  FinalizeHooks& h = finalize_hooks();
+  std::lock_guard lock(h.mu);
+  h.stops.erase(id);
+}
+
 void finalize_mpi_now() {
   if (!initialized_here) return;
+  {
+    FinalizeHooks& h = finalize_hooks();
+    std::lock_guard lock(h.mu);  // a destructor that forgets its hook meanwhile waits until it has run
+    for (auto& [id, stop] : h.stops) stop();
+    h.stops.clear();
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

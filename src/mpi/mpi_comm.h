@@ -6,6 +6,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,8 +22,15 @@ namespace moka::detail {
 /// RuntimeError when the MPI library cannot give MPI_THREAD_MULTIPLE.
 void ensure_mpi_initialized();
 
-/// @brief Finalizes MPI now if ensure_mpi_initialized() initialized it and it is not finalized yet.
+/// @brief Finalizes MPI now if ensure_mpi_initialized() initialized it and it is not finalized yet, after
+/// running every before_finalize() function.
 void finalize_mpi_now();
+
+/// @brief Registers `stop`, which finalize_mpi_now() runs before it finalizes MPI: a helper thread that
+/// polls MPI must stop first when its session is still alive at exit (Python may never destroy one).
+/// Returns the id forget_before_finalize() takes. Thread-safe.
+uint64_t before_finalize(std::function<void()> stop);
+void forget_before_finalize(uint64_t id);
 
 /// @brief Whether this process was started by an MPI launcher (mpirun, srun) with more than one rank
 /// or at all: the launchers' environment variables, without initializing MPI.

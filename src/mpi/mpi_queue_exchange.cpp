@@ -68,15 +68,24 @@ QueueResult try_take(BlobsQueue& q, std::vector<Blob>& record) { return q.try_re
 
 }  // namespace
 
-MpiQueueExchange::MpiQueueExchange() : thread_([this] { progress(); }) {}
+MpiQueueExchange::MpiQueueExchange()
+    : thread_([this] { progress(); }), finalize_hook_(before_finalize([this] { stop_progress(); })) {}
 
-MpiQueueExchange::~MpiQueueExchange() {
+void MpiQueueExchange::stop_progress() {
   {
     std::lock_guard lk(mu_);
     stop_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+}
+
+MpiQueueExchange::~MpiQueueExchange() {
+  forget_before_finalize(finalize_hook_);
+  stop_progress();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // finalized at exit with this exchange alive: its requests went with MPI
   // Sends still in flight (the other rank stopped receiving): give them a moment, then let them go.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   for (Send& s : sends_)

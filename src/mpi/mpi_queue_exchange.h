@@ -110,7 +110,8 @@ class MpiQueueExchange final : public QueueExchange {
   };
 
   void progress();
-  bool poll();  // under mu_; whether anything happened
+  void stop_progress();  // idempotent
+  bool poll();           // under mu_; whether anything happened
   void receive(int source, const Header& h, std::string_view payload, std::vector<Blob>* record);
   // A record (kToOwner, kToClient) decoded into `into`, its large tensors received from `source` straight into
   // their storage.
@@ -141,6 +142,7 @@ class MpiQueueExchange final : public QueueExchange {
   std::vector<char> inbox_;  // the last message received
   bool stop_ = false;
   std::thread thread_;
+  uint64_t finalize_hook_;  // stops the thread if MPI is finalized first (before_finalize)
 };
 
 }  // namespace moka::detail

@@ -155,7 +155,7 @@ struct MpiSession::State {
     for (const NodePlanDef& n : c.def.nodes) {
       TaskGroupDef one;
       one.nodes.push_back(n);
-      listing += fmt::format("{}\t{:016x}\n", n.node, digest_of(to_json(one, -1)));
+      listing += fmt::format("{}\t{:016x}\n", n.node, digest_of(comparison_json(one)));
     }
     listing += fmt::format("moka version\t{}", MOKA_VERSION_STRING);
     c.digest = digest_of(listing);
@@ -411,6 +411,7 @@ bool MpiSession::is_closed() const { return state_->closed; }
 const TaskGroupDef& MpiSession::compile(TaskGroup& group) { return state_->compiled.get(group).def; }
 
 int MpiSession::rank() const noexcept { return state_->comm.rank(); }
+RunOptions& MpiSession::run_options() noexcept { return state_->options.run; }
 int MpiSession::size() const noexcept { return state_->comm.size(); }
 int MpiSession::rank_of(const std::string& node) const { return state_->rank_of(node); }
 

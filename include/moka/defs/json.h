@@ -54,5 +54,9 @@ std::string to_json(const JobDef& job, int indent = 2);
 std::string to_json(const NetDef& net, int indent = 2);
 std::string to_json(const OperatorDef& op, int indent = 2);
 std::string to_json(const ExecutionStepDef& step, int indent = 2);
+/// @brief One line of JSON for telling whether two processes built the same group (MpiSession): as
+/// to_json, except that a "Callable" operator is written — its type, inputs, outputs and arguments other
+/// than its process-local token — where to_json refuses it. Not readable back into a runnable group.
+std::string comparison_json(const TaskGroupDef& group);
 
 }  // namespace moka

@@ -59,6 +59,8 @@ class MpiSession final : public Session {
   void run(const TaskGroupDef& group) override;
   void close() override;
   bool is_closed() const override;
+  /// This rank's options of later runs (options.run until replaced).
+  RunOptions& run_options() noexcept override;
 
   /// The per-node definition of group (compiling it if needed; not collective).
   const TaskGroupDef& compile(TaskGroup& group) override;

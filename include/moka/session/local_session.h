@@ -76,9 +76,7 @@ class LocalSession final : public Session {
   Tensor fetch(const std::string& node, const std::string& blob) override;
   bool hosts(const std::string& /*node*/) const override { return true; }
 
-  /// The options of later runs (a caller that cancels a run replaces its token before the next one, as the
-  /// Python front end does on Ctrl-C).
-  RunOptions& run_options() noexcept { return options_.run; }
+  RunOptions& run_options() noexcept override { return options_.run; }
   /// How many compiled runnables the session holds (for tests and benchmarks).
   std::size_t num_compiled() const noexcept;
 

@@ -11,6 +11,7 @@
 #include "moka/core/tensor.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/task_group_def.h"
+#include "moka/exec/plan_executor.h"
 
 namespace moka {
 
@@ -69,6 +70,9 @@ class Session {
   /// @brief A new ProcessChannel between the session's processes (collective: every process opens
   /// its channels in the same order). One process: a channel to itself.
   virtual std::unique_ptr<ProcessChannel> open_channel();
+  /// The options of later runs (cancellation, exception timeout): a caller that cancels a run replaces its
+  /// token before the next one, as the Python front end does for Ctrl-C.
+  virtual RunOptions& run_options() noexcept = 0;
   virtual void close() = 0;
   virtual bool is_closed() const = 0;
 };

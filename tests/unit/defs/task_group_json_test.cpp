@@ -78,5 +78,27 @@ TEST(TaskGroupJson, CallablesRefuseToSerialiseNamingTheNode) {
   }
 }
 
+// What MpiSession compares across ranks: callables written without their process-local token, so that two
+// processes that built the same program compare equal whatever tokens their registries handed out.
+TEST(TaskGroupJson, ComparisonJsonWritesCallablesWithoutTheirToken) {
+  auto group = [](int64_t token, const char* output) {
+    TaskGroupDef g;
+    NodePlanDef a;
+    a.node = "trainer";
+    NetDef n;
+    n.name = "net";
+    n.op.push_back(make_op("Callable", {"x"}, {output}, {make_arg("token", token)}));
+    a.plan.network.push_back(n);
+    g.nodes = {a};
+    return g;
+  };
+  const std::string one = comparison_json(group(1, "y"));
+  EXPECT_EQ(one, comparison_json(group(7, "y")));
+  EXPECT_NE(one, comparison_json(group(1, "z")));
+  EXPECT_EQ(one.find("token"), std::string::npos) << one;
+  EXPECT_NE(one.find("\"Callable\""), std::string::npos) << one;
+  EXPECT_THROW((void)to_json(group(1, "y")), InvalidInput);  // still refused where it would be read back
+}
+
 }  // namespace
 }  // namespace moka
