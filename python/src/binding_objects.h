@@ -1,5 +1,5 @@
 // moka._C's shared binding objects: `with` blocks over builder calls (Block, add_with) and the Python-side holders
-// of the C++ builders and sessions (NetBuilder, Cluster, Node, TaskGroup, Task, LocalSession), used by dsl.cpp,
+// of the C++ builders and sessions (NetBuilder, Cluster, Node, TaskGroup, Task, Session), used by dsl.cpp,
 // data.cpp and job.cpp.
 #pragma once
 
@@ -105,9 +105,13 @@ struct PyTask {
   Task task;
   std::unique_ptr<WithBlock> block;
 };
-struct PyLocalSession {
-  explicit PyLocalSession(LocalSessionOptions o) : session(std::move(o)) {}
-  LocalSession session;
+/// A session as Python holds it (session.LocalSession, session.MpiSession), used through the Session interface.
+struct PySession {
+  explicit PySession(std::unique_ptr<Session> s) : session(std::move(s)) {}
+  std::unique_ptr<Session> session;
+};
+struct PyLocalSession : PySession {
+  explicit PyLocalSession(LocalSessionOptions o) : PySession(std::make_unique<LocalSession>(std::move(o))) {}
 };
 
 }  // namespace moka::python

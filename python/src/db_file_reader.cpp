@@ -36,7 +36,8 @@ void bind_db_file_reader(py::module_& m) {
       .def_property_readonly("loop_over", &DBFileReader::loop_over)
       .def_property_readonly("ds", &DBFileReader::dataset);
   py::class_<CachedReader, DBFileReader, std::shared_ptr<CachedReader>>(
-      m, "CachedReader", "A DBFileReader over a cache file built once from another reader (cached_reader.CachedReader).")
+      m, "CachedReader",
+      "A DBFileReader over a cache file built once from another reader (cached_reader.CachedReader).")
       .def(py::init([](std::shared_ptr<Reader> original_reader, std::string db_path, std::string db_type,
                        std::optional<std::string> name, int64_t batch_size, bool loop_over) {
              return std::make_shared<CachedReader>(

@@ -369,49 +369,65 @@ void bind_dsl(py::module_& m) {
       .def("__repr__", [](PyTask& t) { return t.task.repr(); });
   add_with(task, [](PyTask& t) { return [&t](const std::function<void()>& body) { t.task.build(body); }; });
 
-  // session (Caffe2's LocalSession): runs release the GIL; Ctrl-C cancels the run and raises KeyboardInterrupt.
-  py::class_<PyLocalSession>(m, "LocalSession", "Runs TaskGroups, Tasks, steps, plans and nets in this process.")
+  // sessions (Caffe2's Session, LocalSession): runs release the GIL; Ctrl-C cancels the run and raises
+  // KeyboardInterrupt. MpiSession (session.MpiSession) is bound in mpi_session.cpp.
+  py::class_<PySession>(m, "Session", "Runs TaskGroups, Tasks, steps, plans and nets (session.Session).")
+      .def("run",
+           [](PySession& s, const py::handle& runnable) {
+             Session& session = *s.session;
+             auto cancel = std::make_shared<CancelToken>();
+             session.run_options().cancel = cancel;
+             std::function<void()> work;
+             if (py::isinstance<PyTaskGroup>(runnable)) {
+               TaskGroup& g = runnable.cast<PyTaskGroup&>().group;
+               work = [&session, &g] { session.run(g); };
+             } else if (py::isinstance<PyTask>(runnable)) {
+               Task t = runnable.cast<PyTask&>().task;
+               work = [&session, t] { session.run(t); };
+             } else if (py::hasattr(runnable, "_plan")) {
+               Plan p = runnable.attr("_plan").cast<Plan>();
+               work = [&session, p] { session.run(p); };
+             } else {
+               StepsOrNets x = step_of(runnable);
+               if (const Net* n = x.single() ? x.single()->net() : nullptr) {
+                 Net net = *n;
+                 work = [&session, net] { session.run(net); };
+               } else {
+                 ExecutionStep step = to_execution_step(x);
+                 work = [&session, step] { session.run(step); };
+               }
+             }
+             run_interruptibly([cancel] { cancel->cancel(); }, std::move(work));
+           })
+      .def(
+          "fetch",
+          [](PySession& s, const std::string& node, const std::string& blob) {
+            Tensor t;
+            {
+              py::gil_scoped_release released;  // collective under MpiSession: other ranks may take a while
+              t = s.session->fetch(node, blob);
+            }
+            return to_numpy(t);
+          },
+          py::arg("node"), py::arg("blob"))
+      .def(
+          "workspace",
+          [](PySession& s, const std::string& node) { return PyWorkspace(&s.session->workspace(node), nullptr); },
+          py::arg("node") = "local", py::keep_alive<0, 1>(),
+          "A node's workspace (C.Workspace), for inspection; moka-only: Caffe2 had one workspace for all nodes.")
+      .def(
+          "hosts", [](PySession& s, const std::string& node) { return s.session->hosts(node); }, py::arg("node"))
+      .def("close", [](PySession& s) { s.session->close(); })
+      .def("is_closed", [](PySession& s) { return s.session->is_closed(); });
+  py::class_<PyLocalSession, PySession>(m, "LocalSession",
+                                        "Runs TaskGroups, Tasks, steps, plans and nets in this "
+                                        "process (session.LocalSession).")
       .def(py::init([](bool shared_workspace) {
              LocalSessionOptions o;
              o.shared_workspace = shared_workspace;
              return std::make_unique<PyLocalSession>(o);
            }),
-           py::arg("shared_workspace") = false)
-      .def("run",
-           [](PyLocalSession& s, const py::handle& runnable) {
-             auto cancel = std::make_shared<CancelToken>();
-             s.session.run_options().cancel = cancel;
-             std::function<void()> work;
-             if (py::isinstance<PyTaskGroup>(runnable)) {
-               TaskGroup& g = runnable.cast<PyTaskGroup&>().group;
-               work = [&s, &g] { s.session.run(g); };
-             } else if (py::isinstance<PyTask>(runnable)) {
-               Task t = runnable.cast<PyTask&>().task;
-               work = [&s, t] { s.session.run(t); };
-             } else if (py::hasattr(runnable, "_plan")) {
-               Plan p = runnable.attr("_plan").cast<Plan>();
-               work = [&s, p] { s.session.run(p); };
-             } else {
-               StepsOrNets x = step_of(runnable);
-               if (const Net* n = x.single() ? x.single()->net() : nullptr) {
-                 Net net = *n;
-                 work = [&s, net] { s.session.run(net); };
-               } else {
-                 ExecutionStep step = to_execution_step(x);
-                 work = [&s, step] { s.session.run(step); };
-               }
-             }
-             run_interruptibly([cancel] { cancel->cancel(); }, std::move(work));
-           })
-      .def("fetch", [](PyLocalSession& s, const std::string& node,
-                       const std::string& blob) { return to_numpy(s.session.fetch(node, blob)); })
-      .def(
-          "workspace",
-          [](PyLocalSession& s, const std::string& node) { return PyWorkspace(&s.session.workspace(node), nullptr); },
-          py::arg("node") = "local", py::keep_alive<0, 1>(),
-          "A node's workspace (C.Workspace), for inspection; moka-only: Caffe2 had one workspace for all nodes.")
-      .def("close", [](PyLocalSession& s) { s.session.close(); })
-      .def("is_closed", [](PyLocalSession& s) { return s.session.is_closed(); });
+           py::arg("shared_workspace") = false);
 }
 
 }  // namespace moka::python

@@ -55,12 +55,12 @@ PyTaskGroup py_group(TaskGroup g) { return PyTaskGroup{std::move(g), nullptr, {}
 
 // A session's run as the GIL-free, Ctrl-C-aware work of run_interruptibly.
 template <class Work>
-auto run_in_session(PyLocalSession& s, Work work) {
+auto run_in_session(PySession& s, Work work) {
   auto cancel = std::make_shared<CancelToken>();
-  s.session.run_options().cancel = cancel;
-  using R = decltype(work(s.session));
+  s.session->run_options().cancel = cancel;
+  using R = decltype(work(*s.session));
   R result{};
-  run_interruptibly([cancel] { cancel->cancel(); }, [&] { result = work(s.session); });
+  run_interruptibly([cancel] { cancel->cancel(); }, [&] { result = work(*s.session); });
   return result;
 }
 
@@ -231,15 +231,15 @@ void bind_job(py::module_& m) {
            py::arg("upload_task_group_builder") = py::none())
       .def(
           "train",
-          [](JobRunner& r, PyLocalSession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
+          [](JobRunner& r, PySession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
           py::arg("session"))
       .def(
           "__call__",
-          [](JobRunner& r, PyLocalSession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
+          [](JobRunner& r, PySession& s) { return run_in_session(s, [&r](Session& ss) { return r.train(ss); }); },
           py::arg("session"))
       .def(
           "load_blobs_from_checkpoints",
-          [](JobRunner& r, const std::vector<std::string>& blob_names, int64_t epoch, PyLocalSession& s) {
+          [](JobRunner& r, const std::vector<std::string>& blob_names, int64_t epoch, PySession& s) {
             return run_in_session(s, [&](Session& ss) { return r.load_blobs_from_checkpoints(blob_names, epoch, ss); });
           },
           py::arg("blob_names"), py::arg("epoch"), py::arg("session"))

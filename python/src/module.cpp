@@ -9,6 +9,7 @@
 #include "dsl.h"
 #include "job.h"
 #include "moka/moka.h"
+#include "mpi_session.h"
 #include "python_op.h"
 #include "workspace.h"
 
@@ -72,4 +73,5 @@ PYBIND11_MODULE(_C, m) {
   moka::python::bind_data(m);
   moka::python::bind_db_file_reader(m);
   moka::python::bind_job(m);
+  moka::python::bind_mpi_session(m);
 }
