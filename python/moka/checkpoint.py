@@ -9,13 +9,14 @@ Caffe2: every node keeps its own blob list (decision 9); a Python metadata_handl
 are not available yet (pass None)."""
 from moka import _C
 
-__all__ = ["Job", "JobRunner", "CheckpointManager", "MultiNodeCheckpointManager", "epoch_limiter", "db_name",
-           "get_ckpt_filename"]
+__all__ = ["Job", "JobRunner", "CheckpointManager", "MultiNodeCheckpointManager", "SnapshotManager", "epoch_limiter",
+           "db_name", "get_ckpt_filename"]
 
 Job = _C.Job
 JobRunner = _C.JobRunner
 CheckpointManager = _C.CheckpointManager
 MultiNodeCheckpointManager = _C.MultiNodeCheckpointManager
+SnapshotManager = _C.SnapshotManager  # the seeds'; also moka.snapshot.SnapshotManager
 epoch_limiter = _C.epoch_limiter
 db_name = _C.db_name
 get_ckpt_filename = _C.get_ckpt_filename

@@ -64,6 +64,38 @@ auto run_in_session(PySession& s, Work work) {
   return result;
 }
 
+// The methods CheckpointManager and SnapshotManager share (the seeds' single-node manager interface).
+template <class Manager, class Class>
+void bind_single_node_manager(Class& cls) {
+  cls.def(
+         "init",
+         [](Manager& c, const py::handle& nodes, std::optional<int64_t> retrieve_from_epoch,
+            const py::handle& path_prefix, const py::handle& path_type) {
+           return py_task(
+               c.init(optional_names(nodes), retrieve_from_epoch, optional_str(path_prefix), optional_str(path_type)));
+         },
+         py::arg("nodes") = py::none(), py::arg("retrieve_from_epoch") = py::none(),
+         py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def("blob_list", [](Manager& c) { return c.blob_list(); })
+      .def(
+          "load",
+          [](Manager& c, int64_t epoch, const py::handle& path_prefix, const py::handle& path_type) {
+            return py_task(c.load(epoch, optional_str(path_prefix), optional_str(path_type)));
+          },
+          py::arg("epoch"), py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
+      .def(
+          "load_blobs_from_checkpoint",
+          [](Manager& c, const std::vector<std::string>& blob_names, int64_t epoch) {
+            return py_task(c.load_blobs_from_checkpoint(blob_names, epoch));
+          },
+          py::arg("blob_names"), py::arg("epoch"))
+      .def(
+          "check_db_exists", [](Manager& c, int64_t epoch) { return py_task(c.check_db_exists(epoch)); },
+          py::arg("epoch"))
+      .def(
+          "save", [](Manager& c, int64_t epoch) { return py_task(c.save(epoch)); }, py::arg("epoch"));
+}
+
 }  // namespace
 
 void bind_job(py::module_& m) {
@@ -154,43 +186,41 @@ void bind_job(py::module_& m) {
           py::arg("epoch") = py::none())
       .def("get_ckpt_db_name", &CheckpointManagerBase::get_ckpt_db_name, py::arg("node_name"), py::arg("epoch"))
       .def("write_checkpoint_metadata", &CheckpointManagerBase::write_checkpoint_metadata, py::arg("epoch"));
-  py::class_<CheckpointManager, CheckpointManagerBase, std::shared_ptr<CheckpointManager>>(
-      m, "CheckpointManager", "Checkpoints one node: <db_prefix>/<node>.<epoch> (checkpoint.CheckpointManager).")
+  py::class_<CheckpointManager, CheckpointManagerBase, std::shared_ptr<CheckpointManager>> checkpoint_manager(
+      m, "CheckpointManager", "Checkpoints one node: <db_prefix>/<node>.<epoch> (checkpoint.CheckpointManager).");
+  checkpoint_manager
       .def(py::init([](const std::string& db_prefix, const std::string& node_name, const std::string& db_type,
                        const py::handle& metadata_handler) {
              no_metadata_handler(metadata_handler);
              return std::make_shared<CheckpointManager>(db_prefix, node_name, db_type);
            }),
            py::arg("db_prefix"), py::arg("node_name"), py::arg("db_type"), py::arg("metadata_handler") = py::none())
-      .def(
-          "init",
-          [](CheckpointManager& c, const py::handle& nodes, std::optional<int64_t> retrieve_from_epoch,
-             const py::handle& path_prefix, const py::handle& path_type) {
-            return py_task(
-                c.init(optional_names(nodes), retrieve_from_epoch, optional_str(path_prefix), optional_str(path_type)));
-          },
-          py::arg("nodes") = py::none(), py::arg("retrieve_from_epoch") = py::none(),
-          py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
-      .def("blob_list", &CheckpointManager::blob_list)
-      .def(
-          "load",
-          [](CheckpointManager& c, int64_t epoch, const py::handle& path_prefix, const py::handle& path_type) {
-            return py_task(c.load(epoch, optional_str(path_prefix), optional_str(path_type)));
-          },
-          py::arg("epoch"), py::arg("path_prefix") = py::none(), py::arg("path_type") = py::none())
-      .def(
-          "load_blobs_from_checkpoint",
-          [](CheckpointManager& c, const std::vector<std::string>& blob_names, int64_t epoch) {
-            return py_task(c.load_blobs_from_checkpoint(blob_names, epoch));
-          },
-          py::arg("blob_names"), py::arg("epoch"))
-      .def(
-          "check_db_exists", [](CheckpointManager& c, int64_t epoch) { return py_task(c.check_db_exists(epoch)); },
-          py::arg("epoch"))
-      .def(
-          "save", [](CheckpointManager& c, int64_t epoch) { return py_task(c.save(epoch)); }, py::arg("epoch"))
       .def_property_readonly("_node_name", &CheckpointManager::node_name)
       .def_property_readonly("_db_prefix", &CheckpointManager::db_prefix);
+  bind_single_node_manager<CheckpointManager>(checkpoint_manager);
+  // SnapshotManager (the seeds'; decision 10): exports under <db_prefix>/<node>.snapshot.<epoch>, never resumed
+  // from, so JobRunner does not take it.
+  py::class_<SnapshotManager, std::shared_ptr<SnapshotManager>> snapshot_manager(
+      m, "SnapshotManager",
+      "Exports chosen blobs of one node as <db_prefix>/<node>.snapshot.<epoch> (the seeds' "
+      "SnapshotManager; never used to resume).");
+  snapshot_manager
+      .def(py::init([](const std::string& db_prefix, const std::string& node_name, const std::string& db_type,
+                       const py::handle& metadata_handler, std::optional<std::vector<std::string>> blob_names,
+                       int64_t keep_last) {
+             no_metadata_handler(metadata_handler);
+             return std::make_shared<SnapshotManager>(
+                 db_prefix, node_name, db_type,
+                 SnapshotManagerOptions{.blob_names = blob_names.value_or(std::vector<std::string>{}),
+                                        .keep_last = keep_last});
+           }),
+           py::arg("db_prefix"), py::arg("node_name"), py::arg("db_type"), py::arg("metadata_handler") = py::none(),
+           py::arg("blob_names") = py::none(), py::arg("keep_last") = 0)
+      .def("snapshot_epochs", &SnapshotManager::snapshot_epochs)
+      .def("apply_retention", &SnapshotManager::apply_retention)
+      .def_property_readonly("_node_name", [](const SnapshotManager& c) { return c.node_name(); })
+      .def_property_readonly("_db_prefix", [](const SnapshotManager& c) { return c.db_prefix(); });
+  bind_single_node_manager<SnapshotManager>(snapshot_manager);
   py::class_<MultiNodeCheckpointManager, CheckpointManagerBase, std::shared_ptr<MultiNodeCheckpointManager>>(
       m, "MultiNodeCheckpointManager",
       "Checkpoints every node of a job, one DB per node (checkpoint.MultiNodeCheckpointManager).")

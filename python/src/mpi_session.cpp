@@ -41,7 +41,8 @@ void bind_mpi_session(py::module_& m) {
            py::arg("node_ranks") = std::map<std::string, int>{})
       .def_property_readonly("rank", [](PyMpiSession& s) { return s.mpi().rank(); })
       .def_property_readonly("size", [](PyMpiSession& s) { return s.mpi().size(); })
-      .def("rank_of", [](PyMpiSession& s, const std::string& node) { return s.mpi().rank_of(node); }, py::arg("node"));
+      .def(
+          "rank_of", [](PyMpiSession& s, const std::string& node) { return s.mpi().rank_of(node); }, py::arg("node"));
   m.def("launched_by_mpi", &launched_by_mpi, "Whether mpirun or srun started this process.");
 }
 
