@@ -5,8 +5,8 @@
 the others. ``JobRunner(job, checkpoint_manager=None, resume_from_epoch=None).train(session)`` runs init (or
 resume), epochs until a stop condition, a checkpoint after every epoch, and exit; it releases the GIL and stops on
 Ctrl-C. Checkpoints are written durably and committed with a manifest (docs/jobs.md). Where moka differs from
-Caffe2: every node keeps its own blob list (decision 9); a Python metadata_handler and upload_task_group_builder
-are not available yet (pass None)."""
+Caffe2: every node keeps its own blob list (decision 9); an upload_task_group_builder is not available yet (pass
+None). A metadata_handler is any object with Caffe2's set_params, last_epoch, write, report and cp_accessible."""
 from moka import _C
 
 __all__ = ["Job", "JobRunner", "CheckpointManager", "MultiNodeCheckpointManager", "SnapshotManager", "epoch_limiter",

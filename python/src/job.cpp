@@ -45,9 +45,67 @@ std::optional<std::string> optional_str(const py::handle& x) {
   return std::string(py::str(x));
 }
 
-void no_metadata_handler(const py::handle& handler) {
-  if (!handler.is_none())
-    throw InvalidInput("metadata_handler: a Python checkpoint metadata handler is not supported yet (pass None)");
+// A Python metadata handler (Caffe2's duck-typed object: set_params, last_epoch, write, report, cp_accessible) as
+// the C++ interface. The job engine calls it with the GIL released, so each call takes it; what the call raises
+// fails the run with the Python error's text.
+class PythonMetadataHandler final : public CheckpointMetadataHandler {
+ public:
+  explicit PythonMetadataHandler(py::object handler)
+      : handler_(new py::object(std::move(handler)), [](py::object* o) {
+          py::gil_scoped_acquire gil;
+          delete o;
+        }) {}
+  void set_params(const std::string& db_prefix, const std::string& db_type, const std::vector<std::string>& node_names,
+                  const std::optional<std::string>& path_prefix, const std::optional<std::string>& path_type) override {
+    call("set_params", [&](py::object& f) {
+      f(py::arg("db_prefix") = db_prefix, py::arg("db_type") = db_type, py::arg("node_names") = node_names,
+        py::arg("path_prefix") = path_prefix, py::arg("path_type") = path_type);
+    });
+  }
+  std::optional<int64_t> last_epoch(std::optional<int64_t> user_epoch) override {
+    std::optional<int64_t> out;
+    call("last_epoch", [&](py::object& f) {
+      py::object r = f(py::arg("user_epoch") = user_epoch);
+      if (!r.is_none()) out = r.cast<int64_t>();
+    });
+    return out;
+  }
+  void write(int64_t epoch) override {
+    call("write", [&](py::object& f) { f(py::arg("epoch") = epoch); });
+  }
+  void report(const std::string& action_name, const CheckpointStats& stats) override {
+    call("report", [&](py::object& f) { f(action_name, stats); });
+  }
+  bool cp_accessible(std::optional<int64_t> epoch) override {
+    bool out = true;
+    call("cp_accessible", [&](py::object& f) { out = py::bool_(f(py::arg("epoch") = epoch)); });
+    return out;
+  }
+
+ private:
+  template <class Call>
+  void call(const char* method, Call c) {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object f = handler_->attr(method);
+      c(f);
+    } catch (py::error_already_set& e) {
+      throw RuntimeError(std::string("metadata_handler.") + method + " raised: " + e.what());
+    } catch (py::cast_error& e) {
+      throw TypeError(std::string("metadata_handler.") + method + " returned the wrong type: " + e.what());
+    }
+  }
+  std::shared_ptr<py::object> handler_;
+};
+
+std::shared_ptr<CheckpointMetadataHandler> metadata_handler_of(const py::handle& handler) {
+  if (handler.is_none()) return nullptr;
+  for (const char* method : {"set_params", "last_epoch", "write", "report", "cp_accessible"})
+    if (!py::hasattr(handler, method))
+      throw TypeError(std::string("metadata_handler: ") +
+                      py::str(py::type::handle_of(handler).attr("__name__")).cast<std::string>() + " has no " + method +
+                      "()");
+  return std::make_shared<PythonMetadataHandler>(py::reinterpret_borrow<py::object>(handler));
 }
 
 PyTask py_task(Task t) { return PyTask{std::move(t), nullptr}; }
@@ -191,8 +249,8 @@ void bind_job(py::module_& m) {
   checkpoint_manager
       .def(py::init([](const std::string& db_prefix, const std::string& node_name, const std::string& db_type,
                        const py::handle& metadata_handler) {
-             no_metadata_handler(metadata_handler);
-             return std::make_shared<CheckpointManager>(db_prefix, node_name, db_type);
+             return std::make_shared<CheckpointManager>(db_prefix, node_name, db_type,
+                                                        metadata_handler_of(metadata_handler));
            }),
            py::arg("db_prefix"), py::arg("node_name"), py::arg("db_type"), py::arg("metadata_handler") = py::none())
       .def_property_readonly("_node_name", &CheckpointManager::node_name)
@@ -208,10 +266,10 @@ void bind_job(py::module_& m) {
       .def(py::init([](const std::string& db_prefix, const std::string& node_name, const std::string& db_type,
                        const py::handle& metadata_handler, std::optional<std::vector<std::string>> blob_names,
                        int64_t keep_last) {
-             no_metadata_handler(metadata_handler);
              return std::make_shared<SnapshotManager>(
                  db_prefix, node_name, db_type,
                  SnapshotManagerOptions{.blob_names = blob_names.value_or(std::vector<std::string>{}),
+                                        .metadata_handler = metadata_handler_of(metadata_handler),
                                         .keep_last = keep_last});
            }),
            py::arg("db_prefix"), py::arg("node_name"), py::arg("db_type"), py::arg("metadata_handler") = py::none(),
@@ -225,8 +283,8 @@ void bind_job(py::module_& m) {
       m, "MultiNodeCheckpointManager",
       "Checkpoints every node of a job, one DB per node (checkpoint.MultiNodeCheckpointManager).")
       .def(py::init([](const std::string& db_prefix, const std::string& db_type, const py::handle& metadata_handler) {
-             no_metadata_handler(metadata_handler);
-             return std::make_shared<MultiNodeCheckpointManager>(db_prefix, db_type);
+             return std::make_shared<MultiNodeCheckpointManager>(db_prefix, db_type,
+                                                                 metadata_handler_of(metadata_handler));
            }),
            py::arg("db_prefix"), py::arg("db_type"), py::arg("metadata_handler") = py::none())
       .def(

@@ -199,7 +199,7 @@ def test_job_errors():
     with pytest.raises(moka.InvalidInput, match="compiled"):
         with job.init_group:
             Task(step=core.Net("late"))
-    with pytest.raises(moka.InvalidInput, match="metadata_handler"):
+    with pytest.raises(moka.TypeError, match="metadata_handler: object has no set_params"):
         CheckpointManager("/tmp", "n", "minidb", metadata_handler=object())
     assert Job.current(required=False) is None
     with pytest.raises(moka.InvalidInput, match="upload_task_group_builder"):
@@ -221,3 +221,75 @@ def test_corrupt_checkpoint_is_refused(tmp_path):
         JobRunner(job, CheckpointManager(str(tmp_path), "temp_node", "minidb"),
                   resume_from_epoch=2).train(LocalSession())
     assert os.path.exists(tmp_path / "temp_node.4")
+
+
+class RecordingHandler:
+    """A metadata handler (Caffe2's duck-typed interface) that records every call."""
+
+    def __init__(self, resume=None, accessible=True):
+        self.calls, self.stats, self.resume, self.accessible = [], [], resume, accessible
+
+    def set_params(self, db_prefix, db_type, node_names, path_prefix, path_type):
+        self.calls.append(("set_params", os.path.basename(db_prefix), db_type, node_names, path_prefix))
+
+    def last_epoch(self, user_epoch):
+        self.calls.append(("last_epoch", user_epoch))
+        return self.resume if self.resume is not None else user_epoch
+
+    def write(self, epoch):
+        self.calls.append(("write", epoch))
+
+    def report(self, action_name, stats):
+        self.calls.append(("report", action_name))
+        self.stats.append(stats)
+
+    def cp_accessible(self, epoch=None):
+        return self.accessible
+
+
+def test_a_python_metadata_handler_records_saves_and_chooses_the_epoch_to_resume(tmp_path):
+    handler = RecordingHandler()
+    with Cluster():
+        with Job() as job:
+            build_pipeline(node_id=0)
+    job.compile(LocalSession)
+    manager = MultiNodeCheckpointManager(str(tmp_path), "minidb", metadata_handler=handler)
+    assert JobRunner(job, manager).train(LocalSession()) == len(EXPECTED_TOTALS)
+    epochs = range(len(EXPECTED_TOTALS) + 1)  # epoch 0 is the checkpoint right after init
+    assert handler.calls == [("set_params", tmp_path.name, "minidb", ["trainer_0"], None), ("last_epoch", None)] + \
+        [c for e in epochs for c in (("write", e), ("report", "checkpoint_save"))]
+    for e, stats in zip(epochs, handler.stats):
+        [(path, ns)] = stats.items()
+        assert path == str(tmp_path / ("trainer_0.%d" % e)) and ns > 0
+
+    # The handler's last_epoch chooses where to resume, over the user's None.
+    resumed = RecordingHandler(resume=2)
+    manager = MultiNodeCheckpointManager(str(tmp_path), "minidb", metadata_handler=resumed)
+    assert JobRunner(job, manager).train(LocalSession()) == len(EXPECTED_TOTALS)
+    assert resumed.calls[1] == ("last_epoch", None) and resumed.calls[2] == ("report", "checkpoint_load")
+
+    # Not accessible: nothing saved.
+    closed_dir = tmp_path / "closed"
+    closed_dir.mkdir()
+    closed = RecordingHandler(accessible=False)
+    JobRunner(job, MultiNodeCheckpointManager(str(closed_dir), "minidb", metadata_handler=closed)).train(LocalSession())
+    assert not [c for c in closed.calls if c[0] == "write"]
+    assert sorted(p.name for p in closed_dir.iterdir()) == ["moka.lock"]
+
+
+def test_a_metadata_handler_that_raises_or_lacks_a_method_is_an_error(tmp_path):
+    with pytest.raises(moka.TypeError, match="has no cp_accessible"):
+        CheckpointManager(str(tmp_path), "trainer_0", "minidb", metadata_handler=type("H", (), {
+            m: (lambda self, *a, **k: None) for m in ("set_params", "last_epoch", "write", "report")})())
+
+    class Broken(RecordingHandler):
+        def write(self, epoch):
+            raise ValueError("metadata store is down")
+
+    with Cluster():
+        with Job() as job:
+            build_pipeline(node_id=0)
+    job.compile(LocalSession)
+    manager = MultiNodeCheckpointManager(str(tmp_path), "minidb", metadata_handler=Broken())
+    with pytest.raises(moka.Error, match="metadata store is down"):
+        JobRunner(job, manager).train(LocalSession())
