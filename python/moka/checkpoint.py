@@ -5,11 +5,13 @@
 the others. ``JobRunner(job, checkpoint_manager=None, resume_from_epoch=None).train(session)`` runs init (or
 resume), epochs until a stop condition, a checkpoint after every epoch, and exit; it releases the GIL and stops on
 Ctrl-C. Checkpoints are written durably and committed with a manifest (docs/jobs.md). Where moka differs from
-Caffe2: every node keeps its own blob list (decision 9); an upload_task_group_builder is not available yet (pass
-None). A metadata_handler is any object with Caffe2's set_params, last_epoch, write, report and cp_accessible."""
+Caffe2: every node keeps its own blob list (decision 9). A metadata_handler is any object with Caffe2's set_params,
+last_epoch, write, report and cp_accessible; an upload_task_group_builder any object with build(epoch,
+checkpoint_manager) returning the TaskGroup to run after the last epoch."""
 from moka import _C
 
-__all__ = ["Job", "JobRunner", "CheckpointManager", "MultiNodeCheckpointManager", "SnapshotManager", "epoch_limiter",
+__all__ = ["Job", "JobRunner", "CheckpointManager", "MultiNodeCheckpointManager", "SnapshotManager", "UploadTaskGroupBuilder",
+           "epoch_limiter",
            "db_name", "get_ckpt_filename"]
 
 Job = _C.Job
@@ -20,3 +22,11 @@ SnapshotManager = _C.SnapshotManager  # the seeds'; also moka.snapshot.SnapshotM
 epoch_limiter = _C.epoch_limiter
 db_name = _C.db_name
 get_ckpt_filename = _C.get_ckpt_filename
+
+
+class UploadTaskGroupBuilder:
+    """Caffe2's UploadTaskGroupBuilder: JobRunner calls build(epoch, checkpoint_manager) once training has ended
+    and runs the TaskGroup it returns (for example one that copies the final checkpoint elsewhere)."""
+
+    def build(self, epoch, checkpoint_manager):
+        raise NotImplementedError()

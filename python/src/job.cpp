@@ -98,6 +98,35 @@ class PythonMetadataHandler final : public CheckpointMetadataHandler {
   std::shared_ptr<py::object> handler_;
 };
 
+// A Python upload builder (Caffe2's UploadTaskGroupBuilder: build(epoch, checkpoint_manager) returns a
+// TaskGroup), called by the job engine after the last epoch with the GIL taken.
+class PythonUploadBuilder final : public UploadTaskGroupBuilder {
+ public:
+  explicit PythonUploadBuilder(py::object builder)
+      : builder_(new py::object(std::move(builder)), [](py::object* o) {
+          py::gil_scoped_acquire gil;
+          delete o;
+        }) {}
+  TaskGroup build(int64_t epoch, CheckpointManagerBase* checkpoint_manager) override {
+    py::gil_scoped_acquire gil;
+    py::object group;
+    try {
+      group = builder_->attr("build")(
+          py::arg("epoch") = epoch,
+          py::arg("checkpoint_manager") = py::cast(checkpoint_manager, py::return_value_policy::reference));
+    } catch (py::error_already_set& e) {
+      throw RuntimeError(std::string("upload_task_group_builder.build raised: ") + e.what());
+    }
+    if (!py::isinstance<PyTaskGroup>(group))
+      throw TypeError("upload_task_group_builder.build must return a TaskGroup, not " +
+                      py::str(py::type::handle_of(group).attr("__name__")).cast<std::string>());
+    return group.cast<PyTaskGroup&>().group;
+  }
+
+ private:
+  std::shared_ptr<py::object> builder_;
+};
+
 std::shared_ptr<CheckpointMetadataHandler> metadata_handler_of(const py::handle& handler) {
   if (handler.is_none()) return nullptr;
   for (const char* method : {"set_params", "last_epoch", "write", "report", "cp_accessible"})
@@ -309,10 +338,17 @@ void bind_job(py::module_& m) {
   py::class_<JobRunner>(m, "JobRunner", "Runs a Job epoch by epoch, checkpointing each (checkpoint.JobRunner).")
       .def(py::init([](PyJob& j, std::shared_ptr<CheckpointManagerBase> checkpoint_manager,
                        std::optional<int64_t> resume_from_epoch, const py::handle& upload_task_group_builder) {
-             if (!upload_task_group_builder.is_none())
-               throw InvalidInput("upload_task_group_builder: not available from Python yet (pass None)");
              JobRunnerOptions o;
              o.resume_from_epoch = resume_from_epoch;
+             if (!upload_task_group_builder.is_none()) {
+               if (!py::hasattr(upload_task_group_builder, "build"))
+                 throw TypeError(
+                     "upload_task_group_builder: expected an object with build(epoch, "
+                     "checkpoint_manager), not " +
+                     py::str(py::type::handle_of(upload_task_group_builder).attr("__name__")).cast<std::string>());
+               o.upload_task_group_builder =
+                   std::make_shared<PythonUploadBuilder>(py::reinterpret_borrow<py::object>(upload_task_group_builder));
+             }
              return std::make_unique<JobRunner>(j.job, std::move(checkpoint_manager), std::move(o));
            }),
            py::arg("job"), py::arg("checkpoint_manager") = nullptr, py::arg("resume_from_epoch") = py::none(),

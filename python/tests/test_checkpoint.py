@@ -11,15 +11,15 @@ import pytest
 
 import moka
 from moka import core
-from moka.checkpoint import (CheckpointManager, Job, JobRunner, MultiNodeCheckpointManager, db_name,
-                             epoch_limiter)
+from moka.checkpoint import (CheckpointManager, Job, JobRunner, MultiNodeCheckpointManager, UploadTaskGroupBuilder,
+                             db_name, epoch_limiter)
 from moka.dataio import ReaderWithLimit
 from moka.dataset import Dataset
 from moka.net_builder import ops
 from moka.pipeline import pipe
 from moka.schema import ConstRecord, Struct
 from moka.session import LocalSession
-from moka.task import Cluster, Node, Task
+from moka.task import Cluster, Node, Task, TaskGroup, WorkspaceType
 
 EXPECTED_TOTALS = [103, 115, 136, 145]
 
@@ -202,7 +202,7 @@ def test_job_errors():
     with pytest.raises(moka.TypeError, match="metadata_handler: object has no set_params"):
         CheckpointManager("/tmp", "n", "minidb", metadata_handler=object())
     assert Job.current(required=False) is None
-    with pytest.raises(moka.InvalidInput, match="upload_task_group_builder"):
+    with pytest.raises(moka.TypeError, match="upload_task_group_builder: expected an object with build"):
         JobRunner(job, upload_task_group_builder=object())
 
 
@@ -293,3 +293,38 @@ def test_a_metadata_handler_that_raises_or_lacks_a_method_is_an_error(tmp_path):
     manager = MultiNodeCheckpointManager(str(tmp_path), "minidb", metadata_handler=Broken())
     with pytest.raises(moka.Error, match="metadata store is down"):
         JobRunner(job, manager).train(LocalSession())
+
+
+class UploadFinalEpoch(UploadTaskGroupBuilder):
+    """Records what it was given, and uploads the epoch number into a blob of trainer_0."""
+
+    def __init__(self):
+        self.given = None
+
+    def build(self, epoch, checkpoint_manager):
+        self.given = (epoch, checkpoint_manager)
+        with TaskGroup(workspace_type=WorkspaceType.GLOBAL) as upload, Node("trainer_0"), Task():
+            ops.Const(np.int64(epoch), blob_out="uploaded_epoch")
+        return upload
+
+
+def test_upload_task_group_builder_runs_after_the_last_epoch(tmp_path):
+    with Cluster():
+        with Job() as job:
+            build_pipeline(node_id=0)
+    job.compile(LocalSession)
+    manager = MultiNodeCheckpointManager(str(tmp_path), "minidb")
+    upload = UploadFinalEpoch()
+    session = LocalSession()
+    assert JobRunner(job, manager, upload_task_group_builder=upload).train(session) == len(EXPECTED_TOTALS)
+    assert upload.given == (len(EXPECTED_TOTALS), manager)
+    assert int(session.fetch("trainer_0", "uploaded_epoch")) == len(EXPECTED_TOTALS)
+
+    class NotAGroup(UploadTaskGroupBuilder):
+        def build(self, epoch, checkpoint_manager):
+            return 42
+
+    with pytest.raises(moka.TypeError, match="must return a TaskGroup, not int"):
+        JobRunner(job, upload_task_group_builder=NotAGroup()).train(LocalSession())
+    with pytest.raises(moka.Error, match="NotImplementedError"):
+        JobRunner(job, upload_task_group_builder=UploadTaskGroupBuilder()).train(LocalSession())
