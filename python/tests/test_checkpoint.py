@@ -328,3 +328,39 @@ def test_upload_task_group_builder_runs_after_the_last_epoch(tmp_path):
         JobRunner(job, upload_task_group_builder=NotAGroup()).train(LocalSession())
     with pytest.raises(moka.Error, match="NotImplementedError"):
         JobRunner(job, upload_task_group_builder=UploadTaskGroupBuilder()).train(LocalSession())
+
+
+def test_a_second_training_in_one_session_leaves_queues_out_of_the_checkpoint(tmp_path):
+    # The first run (no manager) leaves a queue and its pipe's blobs in the node workspace; the second one,
+    # checkpointed, lists only what Save can write (decision 67), so every epoch is saved.
+    from moka.queue_util import Queue
+    session = LocalSession()
+    with Job() as job:
+        with Node("trainer_0"):
+            with Job.current().init_group, Task():
+                ds = Dataset(ConstRecord(ops, Struct(("val", np.array(list(range(10)))))), name="ds")
+                full_reader = ds.reader(ops)
+                total = ops.Const([100])
+            queue = Queue(capacity=4, name="q")
+            epoch_reader = ReaderWithLimit(full_reader, num_iter=3)
+            pipe(epoch_reader, output=queue, num_threads=2)
+
+            def inc_total(rec):
+                ops.Add([total, rec.val()], [total])
+
+            pipe(queue.reader(), processor=inc_total)
+            Job.current().add_stop_condition(epoch_reader.data_finished())
+    job.compile(LocalSession)
+    assert JobRunner(job).train(session) == len(EXPECTED_TOTALS)
+    manager = MultiNodeCheckpointManager(str(tmp_path), "minidb")
+    assert JobRunner(job, manager).train(session) == len(EXPECTED_TOTALS)
+    assert session.fetch("trainer_0", str(total)) == EXPECTED_TOTALS[-1]
+    assert [(tmp_path / ("trainer_0.%d" % e)).exists() for e in range(5)] == [True] * 5
+    from moka import workspace
+    workspace.ResetWorkspace()
+    load = core.Net("load_epoch_4")
+    load.Load([], [], db=str(tmp_path / "trainer_0.4"), db_type="minidb", absolute_path=1, load_all=1)
+    workspace.RunNetOnce(load)
+    assert str(total) in workspace.Blobs()
+    assert "q/handler" not in workspace.Blobs()  # the queue; its writer count is a counter, saved
+    workspace.ResetWorkspace()

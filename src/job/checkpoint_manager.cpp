@@ -85,7 +85,7 @@ Task CheckpointManager::init(const std::optional<std::vector<std::string>>& node
       } else if (!flavor_.chosen_blobs.empty()) {
         ops::Const(flavor_.chosen_blobs, {.blob_out = blob_names});
       } else {
-        ops::GetAllBlobNames({}, {blob_names}, {{"include_shared", false}});
+        ops::GetAllBlobNames({}, {blob_names}, {{"include_shared", false}, {"serializable_only", true}});
       }
     });
   });

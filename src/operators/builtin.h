@@ -10,7 +10,7 @@ void register_fill_ops(OperatorRegistry& reg);
 void register_math_ops(OperatorRegistry& reg);
 void register_logic_ops(OperatorRegistry& reg);
 void register_cast_ops(OperatorRegistry& reg);
-void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, GetAllBlobNames, CreateMutex, Iter, AtomicIter
+void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, CreateMutex, Iter, AtomicIter
 void register_counter_ops(OperatorRegistry& reg);
 void register_timer_ops(OperatorRegistry& reg);
 void register_dataset_ops(OperatorRegistry& reg);     // TreeCursor readers, Append, AtomicAppend, IsEmpty, ...

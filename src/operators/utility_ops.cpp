@@ -1,4 +1,4 @@
-// Utility operators: Copy, Print, GetAllBlobNames, CreateMutex, Iter, AtomicIter and StatRegistryExport.
+// Utility operators: Copy, Print, CreateMutex, Iter, AtomicIter and StatRegistryExport.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,22 +74,6 @@ class PrintOp final : public OperatorBase {
   std::size_t limit_ = 0;
   std::string path_;
   std::unique_ptr<std::ofstream> file_;
-};
-
-class GetAllBlobNamesOp final : public OperatorBase {
- public:
-  GetAllBlobNamesOp(const OperatorDef& def, Workspace* ws)
-      : OperatorBase(def, ws), include_shared_(args().get_bool("include_shared", true)) {}
-  bool run() override {
-    const std::vector<std::string> names = include_shared_ ? workspace()->blobs() : workspace()->local_blobs();
-    Tensor& out = output(0);
-    out.resize(DType::String, {static_cast<int64_t>(names.size())});
-    std::copy(names.begin(), names.end(), out.mutable_data<std::string>());
-    return true;
-  }
-
- private:
-  bool include_shared_;
 };
 
 class CreateMutexOp final : public OperatorBase {
@@ -205,15 +189,6 @@ void register_utility_ops(OperatorRegistry& reg) {
               .doc("Prints `<blob name>: <tensor>` (dtype, shape and values) for input 0, or the name of the type "
                    "the blob holds when it is not a tensor."),
           factory_of<PrintOp>());
-  reg.add(
-      OpSchema("GetAllBlobNames")
-          .inputs(0)
-          .outputs(1)
-          .arg("include_shared", ArgType::Bool,
-               "1: every blob visible from the workspace (parents' and forwarded ones too); 0: local blobs only", "1")
-          .doc("Writes the names of the workspace's blobs as a 1-d string tensor, sorted (Caffe2's order was "
-               "unspecified). The output blob itself is included, since it exists once the operator does."),
-      factory_of<GetAllBlobNamesOp>());
   reg.add(OpSchema("CreateMutex")
               .inputs(0)
               .outputs(1)

@@ -321,6 +321,12 @@ std::string_view blob_name_from_key(std::string_view key) noexcept {
 
 // ---------------------------------------------------------------- writing
 
+bool is_serializable(const Blob& blob) {
+  if (!blob.is_initialized()) return false;
+  if (const Tensor* t = blob.tensor_or_null()) return t->defined() || t->numel() == 0;
+  return BlobSerializerRegistry::global().find(blob.type()) != nullptr;
+}
+
 void serialize_blob(std::string_view name, const Blob& blob, ByteSink& out, const SerializeOptions& options) {
   if (const Tensor* t = blob.tensor_or_null()) {
     if (!t->defined() && t->numel() != 0)

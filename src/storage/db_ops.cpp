@@ -1,11 +1,13 @@
-// Operators Save, Load and DBExists (Caffe2 load_save_op; docs/save-load.md) over save_blobs/load_blobs; the storage
-// layer registers them itself (register_storage_operators), as exec does its control operators.
+// Operators Save, Load and DBExists (Caffe2 load_save_op; docs/save-load.md) over save_blobs/load_blobs, and
+// GetAllBlobNames (here because it can keep only the blobs Save can write); the storage layer registers them
+// itself (register_storage_operators), as exec does its control operators.
 #include <fmt/format.h>
 
 #include <mutex>
 
 #include "moka/core/error.h"
 #include "moka/operators/registry.h"
+#include "moka/storage/blob_serializer.h"
 #include "moka/storage/db.h"
 #include "moka/storage/save_load.h"
 
@@ -95,6 +97,31 @@ class DBExistsOp final : public OperatorBase {
   std::string path_;
 };
 
+class GetAllBlobNamesOp final : public OperatorBase {
+ public:
+  GetAllBlobNamesOp(const OperatorDef& def, Workspace* ws)
+      : OperatorBase(def, ws),
+        include_shared_(args().get_bool("include_shared", true)),
+        serializable_only_(args().get_bool("serializable_only", false)) {}
+  bool run() override {
+    std::vector<std::string> names = include_shared_ ? workspace()->blobs() : workspace()->local_blobs();
+    if (serializable_only_) {
+      // The output itself stays: it is a string tensor once written, and a checkpoint's list includes it.
+      std::erase_if(names, [&](const std::string& name) {
+        return name != output_name(0) && !is_serializable(*workspace()->get_blob(name));
+      });
+    }
+    Tensor& out = output(0);
+    out.resize(DType::String, {static_cast<int64_t>(names.size())});
+    std::copy(names.begin(), names.end(), out.mutable_data<std::string>());
+    return true;
+  }
+
+ private:
+  bool include_shared_;
+  bool serializable_only_;
+};
+
 void register_db_ops(OperatorRegistry& reg) {
   reg.add(OpSchema("Save")
               .inputs(1, OpSchema::kUnbounded)
@@ -128,6 +155,17 @@ void register_db_ops(OperatorRegistry& reg) {
                    "operator runs in when missing). Each loaded blob is replaced as a whole; chunks may arrive in "
                    "any order. DBReader inputs are not supported. See docs/save-load.md."),
           factory_of<LoadOp>());
+  reg.add(
+      OpSchema("GetAllBlobNames")
+          .inputs(0)
+          .outputs(1)
+          .arg("include_shared", ArgType::Bool,
+               "1: every blob visible from the workspace (parents' and forwarded ones too); 0: local blobs only", "1")
+          .arg("serializable_only", ArgType::Bool,
+               "1: only blobs Save can write (no queues, mutexes or uninitialized blobs); a moka addition", "0")
+          .doc("Writes the names of the workspace's blobs as a 1-d string tensor, sorted (Caffe2's order was "
+               "unspecified). The output blob itself is included, since it exists once the operator does."),
+      factory_of<GetAllBlobNamesOp>());
   reg.add(OpSchema("DBExists")
               .inputs(0)
               .outputs(1)
@@ -146,8 +184,8 @@ void register_storage_operators() {
   std::call_once(once, [] {
     OperatorRegistry& reg = OperatorRegistry::global();
     register_db_ops(reg);
-    // They wait only for the disk, never for a sibling: safe to run as fibers, like the built-ins.
-    for (const char* type : {"Save", "Load", "DBExists"}) reg.mark_fiber_safe(type);
+    // They wait only for the disk (or nothing), never for a sibling: safe to run as fibers, like the built-ins.
+    for (const char* type : {"Save", "Load", "DBExists", "GetAllBlobNames"}) reg.mark_fiber_safe(type);
   });
 }
 

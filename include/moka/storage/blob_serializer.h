@@ -179,6 +179,9 @@ uint64_t xxh3_64(std::span<const std::byte> bytes, uint64_t seed = 0) noexcept;
 void serialize_blob(std::string_view name, const Blob& blob, ByteSink& out, const SerializeOptions& options = {});
 /// @brief serialize_blob into a fresh string (sized exactly once).
 std::string serialize_blob_to_string(std::string_view name, const Blob& blob, const SerializeOptions& options = {});
+/// @brief Whether serialize_blob can write the blob: it holds a tensor with a dtype (or no elements)
+/// or an object of a registered type. Queues, mutexes and uninitialized blobs cannot be written.
+bool is_serializable(const Blob& blob);
 /// @brief Total bytes serialize_blob would write (runs the serializer of non-tensor blobs).
 uint64_t serialized_size(std::string_view name, const Blob& blob, const SerializeOptions& options = {});
 

@@ -495,6 +495,39 @@ TEST(CheckpointManager, PathPrefixHonouredEverywhere) {
 }
 
 // Each node of a MultiNode manager saves its own workspace's blobs (decision 9).
+TEST(JobRunner, QueuesAndMutexesAreLeftOutOfTheCheckpoint) {
+  // An init group that makes a queue and a mutex (runtime objects its nets recreate, no serializer), and
+  // a session that already trained the job once, so the workspace holds what that run made: every epoch
+  // is still saved, with the tensors and counters only, and a resumed run ends with the same count.
+  TempDir dir;
+  Job job([&](Job& j) {
+    Node("n", [&] {
+      j.init_group([&] {
+        Task([&] {
+          ops::Const(0, {.blob_out = "count"});
+          ops::op("CreateBlobsQueue", {}, {"queue"}, {{"capacity", 4}, {"num_blobs", 1}});
+          ops::op("CreateMutex", {}, {"mu"});
+        });
+      });
+      Task([&] { ops::Add({"count", ops::Const(1)}, {"count"}); });
+      epoch_limiter(j, 3);
+    });
+  });
+  LocalSession session;
+  EXPECT_EQ(JobRunner(job).train(session), 3);
+  auto cm = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  EXPECT_EQ(JobRunner(job, cm).train(session), 3);
+  const auto list = cm->node_managers().front().second->blob_list();
+  EXPECT_TRUE(std::find(list.begin(), list.end(), "count") != list.end());
+  for (const char* runtime_only : {"queue", "mu"})
+    EXPECT_TRUE(std::find(list.begin(), list.end(), runtime_only) == list.end()) << runtime_only;
+  for (int epoch = 0; epoch <= 3; ++epoch) EXPECT_TRUE(fs::is_regular_file(dir.str() + "/n." + std::to_string(epoch)));
+  LocalSession resumed;
+  auto cm2 = std::make_shared<MultiNodeCheckpointManager>(dir.str(), "minidb");
+  EXPECT_EQ(JobRunner(job, cm2, {.resume_from_epoch = 1}).train(resumed), 3);
+  EXPECT_EQ(resumed.fetch("n", "count"), session.fetch("n", "count"));
+}
+
 TEST(MultiNodeCheckpointManager, EachNodeHasItsOwnBlobList) {
   TempDir dir;
   Job job([&](Job& j) {

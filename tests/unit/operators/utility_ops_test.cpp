@@ -1,4 +1,5 @@
-// Unit tests of the utility operators: Copy, Print, GetAllBlobNames, CreateMutex, Iter, AtomicIter, StatRegistryExport.
+// Unit tests of the utility operators: Copy, Print, GetAllBlobNames (a storage operator), CreateMutex, Iter,
+// AtomicIter, StatRegistryExport.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -107,6 +108,20 @@ TEST(UtilityOps, GetAllBlobNames) {
   EXPECT_EQ(test::vals<std::string>(fetch(child, "local")), (Strs{"a", "local", "names", "z"}));
   expect_error<InvalidInput>([&] { create_op(child, "GetAllBlobNames", {}, {"n"}, {make_arg("include_shared", 3)}); },
                              {"\"include_shared\""});
+}
+
+TEST(UtilityOps, GetAllBlobNamesSerializableOnlyLeavesOutWhatSaveCannotWrite) {
+  // What a checkpoint lists: a queue, a mutex and an empty blob cannot be saved, a tensor and a counter can.
+  Workspace ws;
+  feed(ws, "t", Tensor::scalar<int64_t>(0));
+  run_op(ws, "CreateCounter", {}, {"counter"});
+  run_op(ws, "CreateBlobsQueue", {}, {"queue"}, {make_arg("capacity", 2), make_arg("num_blobs", 1)});
+  run_op(ws, "CreateMutex", {}, {"mu"});
+  ws.create_local_blob("empty");
+  run_op(ws, "GetAllBlobNames", {}, {"names"}, {make_arg("serializable_only", true)});
+  EXPECT_EQ(test::vals<std::string>(fetch(ws, "names")), (Strs{"counter", "names", "t"}));
+  run_op(ws, "GetAllBlobNames", {}, {"all"});
+  EXPECT_EQ(test::vals<std::string>(fetch(ws, "all")), (Strs{"all", "counter", "empty", "mu", "names", "queue", "t"}));
 }
 
 TEST(UtilityOps, CreateMutexKeepsExistingMutex) {
