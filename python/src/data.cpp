@@ -2,6 +2,7 @@
 // their limits (dataio), Queue (queue_util), pipe and pipe_and_output with Python processors (pipeline).
 #include "data.h"
 
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <any>
@@ -59,9 +60,134 @@ std::optional<DType> dtype_of(const py::handle& dtype) {
   return from_numpy(empty, "Scalar dtype").dtype();
 }
 
+// A Python object kept alive while C++ holds it; released with the GIL taken.
+using PyObjectPtr = std::shared_ptr<py::object>;
+
+PyObjectPtr kept(py::object o) {
+  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+py::object py_net(const Net& n) { return py::module_::import("moka.core").attr("Net")(py::cast(n)); }
+
+py::object py_step(const StepOrNet& x) {
+  if (const Net* n = x.net()) return py_net(*n);
+  return py::module_::import("moka.core").attr("ExecutionStep")(py::cast(x.to_step()));
+}
+
+py::list py_blobs(const std::vector<BlobRef>& blobs) {
+  py::list out;
+  for (const BlobRef& b : blobs) out.append(blob_reference(b));
+  return out;
+}
+
+std::vector<StepOrNet> nets_of(const py::handle& list);
+
+// The (a, b, ...) tuple a Python reader method returns; TypeError naming the method otherwise.
+py::tuple result_tuple(const py::object& r, std::size_t size, const std::string& method) {
+  if ((!py::isinstance<py::tuple>(r) && !py::isinstance<py::list>(r)) || py::len(r) != size)
+    throw TypeError(fmt::format("a reader's {} returns a tuple of {}, not {}", method,
+                                size == 2 ? "(should_stop, fields)" : "(nets, should_stop, fields)",
+                                py::repr(r).cast<std::string>()));
+  return py::tuple(r);
+}
+
+// A Python reader — a subclass of dataio.Reader (Caffe2's interface: schema(), setup_ex(init_net, finish_net),
+// read_ex(local_init_net, local_finish_net), read(read_net), reset(net)) — as a C++ Reader, so that pipes and the
+// C++ readers that wrap a reader drive it. The Python object lives as long as C++ holds the reader; every call
+// takes the GIL (they are build-time calls).
+class PythonReader final : public Reader {
+ public:
+  explicit PythonReader(py::object reader) : reader_(kept(std::move(reader))) {
+    class_name_ = type_name_of(*reader_);
+    refresh_schema();
+  }
+  s::Field schema() const override {
+    py::gil_scoped_acquire gil;
+    py::object f = reader_->attr("schema")();
+    if (!py::isinstance<s::Field>(f))
+      throw TypeError(class_name_ + ".schema() returns a schema.Field, not " + type_name_of(f));
+    return f.cast<s::Field>();
+  }
+  void setup_ex(Net init_net, std::optional<Net> exit_net) override {
+    py::gil_scoped_acquire gil;
+    reader_->attr("setup_ex")(py_net(init_net), exit_net ? py_net(*exit_net) : py::none());
+    refresh_schema();
+  }
+  ReadNets read_ex(Net local_init_net, Net local_finish_net) override {
+    py::gil_scoped_acquire gil;
+    py::tuple r = result_tuple(reader_->attr("read_ex")(py_net(local_init_net), py_net(local_finish_net)), 3,
+                               class_name_ + ".read_ex()");
+    ReadNets out;
+    out.nets = nets_of(r[0]);
+    out.should_stop = stop_blob(r[1], "read_ex()");
+    if (!r[2].is_none()) out.fields = fields_of(r[2]);
+    refresh_schema();
+    return out;
+  }
+  ReadOutput read(Net& read_net) override {
+    py::gil_scoped_acquire gil;
+    py::tuple r = result_tuple(reader_->attr("read")(py_net(read_net)), 2, class_name_ + ".read()");
+    ReadOutput out{stop_blob(r[0], "read()"), fields_of(r[1])};
+    refresh_schema();
+    return out;
+  }
+  void reset(Net& net) override {
+    py::gil_scoped_acquire gil;
+    reader_->attr("reset")(py_net(net));
+  }
+  std::string type_name() const override { return class_name_; }
+
+ private:
+  BlobRef stop_blob(const py::handle& x, const char* method) const {
+    if (x.is_none()) throw TypeError(class_name_ + "." + method + " returns should_stop None; it must be a blob");
+    return blob_list(x).at(0);
+  }
+  // The fields: blobs, or a record (its field blobs).
+  static std::vector<BlobRef> fields_of(const py::handle& x) {
+    if (py::isinstance<s::Field>(x)) return x.cast<s::Field>().field_blobs();
+    return blob_list(x);
+  }
+  // Caffe2's readers may set their schema late (_set_schema in setup_ex): read it again after each call.
+  void refresh_schema() {
+    if (!py::hasattr(*reader_, "_schema")) return;
+    py::object f = reader_->attr("_schema");
+    if (py::isinstance<s::Field>(f)) set_schema(f.cast<s::Field>());
+  }
+  PyObjectPtr reader_;
+  std::string class_name_;
+};
+
+bool is_python_reader(const py::handle& x) {
+  return py::isinstance(x, py::module_::import("moka.dataio").attr("Reader")) && !py::isinstance<Reader>(x);
+}
+
+}  // namespace
+
+std::shared_ptr<Reader> reader_argument(const py::handle& x, const char* what) {
+  if (x.is_none()) return nullptr;  // the C++ reader names the missing argument
+  if (py::isinstance<Reader>(x)) return x.cast<std::shared_ptr<Reader>>();
+  if (is_python_reader(x)) return std::make_shared<PythonReader>(py::reinterpret_borrow<py::object>(x));
+  throw TypeError(std::string(what) + ": expected a Reader, not " + type_name_of(x));
+}
+
+namespace {
+
+// Caffe2's Reader.execution_step: (the step that reads until should_stop, the record or fields it reads into).
+py::tuple reader_execution_step(Reader& r, const py::handle& reader_net_name, const py::handle& external_should_stop) {
+  std::optional<BlobRef> stop;
+  if (!external_should_stop.is_none()) stop = blob_list(external_should_stop).at(0);
+  ReaderStep step =
+      r.execution_step(reader_net_name.is_none() ? std::string() : py::str(reader_net_name).cast<std::string>(), stop);
+  py::object fields = step.record ? py::cast(*step.record) : py::object(py_blobs(step.fields));
+  return py::make_tuple(py::module_::import("moka.core").attr("ExecutionStep")(py::cast(step.step)), fields);
+}
+
 // pipe()'s input: a Reader, a Queue (any Pipe) or a Dataset.
 ReaderSource source_of(const py::handle& x) {
-  if (py::isinstance<Reader>(x)) return ReaderSource(x.cast<std::shared_ptr<Reader>>());
+  if (py::isinstance<Reader>(x) || is_python_reader(x)) return ReaderSource(reader_argument(x, "pipe"));
   if (py::isinstance<Pipe>(x)) return ReaderSource(x.cast<std::shared_ptr<Pipe>>());
   if (py::isinstance<Dataset>(x)) return ReaderSource(x.cast<Dataset>());
   throw TypeError("pipe: input must be a Reader, a Queue or a Dataset, not " + type_name_of(x));
@@ -150,15 +276,6 @@ PipeOptions pipe_options(const py::handle& output, int32_t num_threads, const py
 // A Python reader builder (Caffe2's duck-typed dataio.ReaderBuilder: schema(), setup(**kwargs),
 // new_reader(**kwargs)) as a C++ ReaderBuilder, so that CompositeReaderBuilder's one engine drives it. The
 // Python keyword arguments travel in ReaderBuilderArgs: the limiter as `limiter`, the rest as extra["kwargs"].
-using PyObjectPtr = std::shared_ptr<py::object>;
-
-PyObjectPtr kept(py::object o) {
-  return PyObjectPtr(new py::object(std::move(o)), [](py::object* p) {
-    py::gil_scoped_acquire gil;
-    delete p;
-  });
-}
-
 ReaderBuilderArgs builder_args(py::kwargs kwargs) {
   ReaderBuilderArgs args;
   if (kwargs.contains("limiter")) {
@@ -208,7 +325,7 @@ class PythonReaderBuilder final : public ReaderBuilder {
     py::gil_scoped_acquire gil;
     py::object r = builder_->attr("new_reader")(**python_kwargs(args));
     if (r.is_none()) return {};  // CompositeReaderBuilder names the error
-    if (!py::isinstance<Reader>(r) && !py::isinstance<Pipe>(r) && !py::isinstance<Dataset>(r))
+    if (!py::isinstance<Reader>(r) && !is_python_reader(r) && !py::isinstance<Pipe>(r) && !py::isinstance<Dataset>(r))
       throw InvalidInput("reader must be an instance of Reader or Pipe, not " + type_name_of(r));
     return source_of(r);
   }
@@ -324,29 +441,113 @@ void bind_data(py::module_& m) {
       py::arg("col_names"));
 
   // dataio (Caffe2's dataio.Reader, Writer, ReaderWithLimit, ...): readers are built into pipes.
+  // A C++ reader has Caffe2's Reader methods, so that a Python reader can wrap one (`self._reader.read(read_net)`).
   py::class_<Reader, std::shared_ptr<Reader>>(m, "Reader", "Reads batches of records in nets (dataio.Reader).")
       .def("schema", &Reader::schema)
+      .def(
+          "setup_ex",
+          [](Reader& r, const py::handle& init_net, const py::handle& finish_net) {
+            r.setup_ex(net_of(init_net, "setup_ex"), optional_net(finish_net, "setup_ex"));
+          },
+          py::arg("init_net"), py::arg("finish_net"))
+      .def(
+          "read_ex",
+          [](Reader& r, const py::handle& local_init_net, const py::handle& local_finish_net) {
+            ReadNets nets = r.read_ex(net_of(local_init_net, "read_ex"), net_of(local_finish_net, "read_ex"));
+            py::list steps;
+            for (const StepOrNet& x : nets.nets) steps.append(py_step(x));
+            return py::make_tuple(steps, blob_reference(nets.should_stop),
+                                  nets.fields ? py::object(py_blobs(*nets.fields)) : py::object(py::none()));
+          },
+          py::arg("local_init_net"), py::arg("local_finish_net"))
+      .def(
+          "read_record_ex",
+          [](Reader& r, const py::handle& local_init_net, const py::handle& local_finish_net) {
+            ReadRecordNets nets =
+                r.read_record_ex(net_of(local_init_net, "read_record_ex"), net_of(local_finish_net, "read_record_ex"));
+            py::list steps;
+            for (const StepOrNet& x : nets.nets) steps.append(py_step(x));
+            py::object fields = !nets.has_record ? py::object(py::none())
+                                : nets.record    ? py::cast(*nets.record)
+                                                 : py::object(py_blobs(nets.fields));
+            return py::make_tuple(steps, blob_reference(nets.should_stop), fields);
+          },
+          py::arg("local_init_net"), py::arg("local_finish_net"))
+      .def(
+          "read",
+          [](Reader& r, const py::handle& read_net) {
+            Net net = net_of(read_net, "read");
+            ReadOutput out = r.read(net);
+            return py::make_tuple(blob_reference(out.should_stop), py_blobs(out.fields));
+          },
+          py::arg("read_net"))
+      .def(
+          "read_record",
+          [](Reader& r, const py::handle& read_net) {
+            Net net = net_of(read_net, "read_record");
+            if (!r.has_schema()) {
+              ReadOutput out = r.read(net);
+              return py::make_tuple(blob_reference(out.should_stop), py_blobs(out.fields));
+            }
+            auto [should_stop, record] = r.read_record(net);
+            return py::make_tuple(blob_reference(should_stop), py::cast(*record));
+          },
+          py::arg("read_net"))
+      .def(
+          "reset",
+          [](Reader& r, const py::handle& net) {
+            Net n = net_of(net, "reset");
+            r.reset(n);
+          },
+          py::arg("net"))
+      .def(
+          "execution_step",
+          [](const std::shared_ptr<Reader>& r, const py::handle& reader_net_name,
+             const py::handle& external_should_stop) {
+            return reader_execution_step(*r, reader_net_name, external_should_stop);
+          },
+          py::arg("reader_net_name") = py::none(), py::arg("external_should_stop") = py::none())
       .def("__repr__", [](const Reader& r) { return "<" + r.type_name() + ">"; });
+  // A Python reader's execution_step (dataio.Reader.execution_step): the C++ one over its PythonReader.
+  m.def(
+      "reader_execution_step",
+      [](const py::handle& reader, const py::handle& reader_net_name, const py::handle& external_should_stop) {
+        return reader_execution_step(*reader_argument(reader, "execution_step"), reader_net_name, external_should_stop);
+      },
+      py::arg("reader"), py::arg("reader_net_name") = py::none(), py::arg("external_should_stop") = py::none());
   py::class_<Writer, std::shared_ptr<Writer>>(m, "Writer", "Writes batches of records in nets (dataio.Writer).");
   py::class_<ReaderWithLimitBase, Reader, std::shared_ptr<ReaderWithLimitBase>>(m, "ReaderWithLimitBase")
       .def("data_finished", [](const ReaderWithLimitBase& r) { return blob_reference(r.data_finished()); })
       .def_property_readonly("reader", &ReaderWithLimitBase::reader);
   py::class_<ReaderWithLimit, ReaderWithLimitBase, std::shared_ptr<ReaderWithLimit>>(
       m, "ReaderWithLimit", "Stops after num_iter reads, across all threads (dataio.ReaderWithLimit).")
-      .def(py::init<std::shared_ptr<Reader>, std::optional<int64_t>>(), py::arg("reader"), py::arg("num_iter") = 1);
+      .def(py::init([](const py::handle& reader, std::optional<int64_t> num_iter) {
+             return std::make_shared<ReaderWithLimit>(reader_argument(reader, "ReaderWithLimit"), num_iter);
+           }),
+           py::arg("reader"), py::arg("num_iter") = 1);
   py::class_<ReaderWithTimeLimit, ReaderWithLimitBase, std::shared_ptr<ReaderWithTimeLimit>>(
       m, "ReaderWithTimeLimit", "Stops reading once duration seconds have passed (dataio.ReaderWithTimeLimit).")
-      .def(py::init<std::shared_ptr<Reader>, double>(), py::arg("reader"), py::arg("duration") = 0.0);
+      .def(py::init([](const py::handle& reader, double duration) {
+             return std::make_shared<ReaderWithTimeLimit>(reader_argument(reader, "ReaderWithTimeLimit"), duration);
+           }),
+           py::arg("reader"), py::arg("duration") = 0.0);
   m.def("CountUntil", &CountUntil, py::arg("num_iter"));
   py::class_<ReaderWithDelay, Reader, std::shared_ptr<ReaderWithDelay>>(
       m, "ReaderWithDelay",
       "Sleeps delay seconds before every read of reader (the ReaderWithDelay of Caffe2's "
       "dataio tests).")
-      .def(py::init<std::shared_ptr<Reader>, double>(), py::arg("reader"), py::arg("delay"));
+      .def(py::init([](const py::handle& reader, double delay) {
+             return std::make_shared<ReaderWithDelay>(reader_argument(reader, "ReaderWithDelay"), delay);
+           }),
+           py::arg("reader"), py::arg("delay"));
   py::class_<CompositeReader, Reader, std::shared_ptr<CompositeReader>>(
       m, "CompositeReader", "One record from each reader per read, as Struct(name: schema) (dataio.CompositeReader).")
-      .def(py::init<std::vector<std::string>, std::vector<std::shared_ptr<Reader>>>(), py::arg("names"),
-           py::arg("readers"));
+      .def(py::init([](std::vector<std::string> names, const py::iterable& readers) {
+             std::vector<std::shared_ptr<Reader>> list;
+             for (py::handle r : readers) list.push_back(reader_argument(r, "CompositeReader"));
+             return std::make_shared<CompositeReader>(std::move(names), std::move(list));
+           }),
+           py::arg("names"), py::arg("readers"));
   py::class_<ReaderBuilder, std::shared_ptr<ReaderBuilder>>(m, "ReaderBuilderBase",
                                                             "A ReaderBuilder of the C++ runtime.")
       .def("schema", &ReaderBuilder::schema)

@@ -5,9 +5,16 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
+
+#include "moka/data/reader.h"
+
 namespace moka::python {
 
 void bind_data(pybind11::module_& m);
+/// A reader argument: a C++ reader as is, a Python reader (a dataio.Reader subclass) as a C++ Reader that calls
+/// its methods, None as null (for the C++ reader to refuse); TypeError naming `what` for anything else.
+std::shared_ptr<Reader> reader_argument(const pybind11::handle& reader, const char* what);
 /// DBFileReader and CachedReader (moka.db_file_reader, moka.cached_reader); after bind_data (their base, Reader).
 void bind_db_file_reader(pybind11::module_& m);
 

@@ -38,10 +38,10 @@ void bind_db_file_reader(py::module_& m) {
   py::class_<CachedReader, DBFileReader, std::shared_ptr<CachedReader>>(
       m, "CachedReader",
       "A DBFileReader over a cache file built once from another reader (cached_reader.CachedReader).")
-      .def(py::init([](std::shared_ptr<Reader> original_reader, std::string db_path, std::string db_type,
+      .def(py::init([](const py::handle& original_reader, std::string db_path, std::string db_type,
                        std::optional<std::string> name, int64_t batch_size, bool loop_over) {
              return std::make_shared<CachedReader>(
-                 std::move(original_reader), std::move(db_path), std::move(db_type),
+                 reader_argument(original_reader, "CachedReader"), std::move(db_path), std::move(db_type),
                  CachedReaderOptions{.name = name.value_or(""), .batch_size = batch_size, .loop_over = loop_over});
            }),
            py::arg("original_reader"), py::arg("db_path"), py::arg("db_type") = "LevelDB", py::arg("name") = py::none(),
