@@ -345,17 +345,26 @@ std::vector<int64_t> committed_epochs(const std::string& dir) {
   return epochs;
 }
 
+CheckpointManifest read_checkpoint_manifest(const std::string& dir, std::optional<int64_t> epoch) {
+  if (!epoch) {
+    const auto epochs = committed_epochs(dir);
+    if (epochs.empty()) throw NotFound(fmt::format("no committed checkpoint in '{}' (no moka-manifest.*.json)", dir));
+    epoch = epochs.back();
+  }
+  const std::string path = manifest_path(dir, *epoch);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw NotFound(fmt::format("checkpoint epoch {} is not committed: no manifest '{}'", *epoch, path));
+  CheckpointManifest m = manifest_from_json(read_whole_file(path), path);
+  if (m.epoch != *epoch)
+    throw CorruptData(fmt::format("checkpoint manifest '{}' is invalid: it names epoch {}", path, m.epoch));
+  return m;
+}
+
 CheckpointManifest verify_checkpoint(const std::string& dir, int64_t epoch, const std::vector<std::string>& nodes,
                                      const std::optional<std::vector<std::string>>& digested) {
   const std::string path = manifest_path(dir, epoch);
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    throw NotFound(fmt::format("checkpoint epoch {} is not committed: no manifest '{}'", epoch, path));
-  }
-  CheckpointManifest m = manifest_from_json(read_whole_file(path), path);
-  if (m.epoch != epoch) {
-    throw CorruptData(fmt::format("checkpoint manifest '{}' is invalid: it names epoch {}", path, m.epoch));
-  }
+  CheckpointManifest m = read_checkpoint_manifest(dir, epoch);
   for (const auto& node : nodes) {
     if (std::none_of(m.files.begin(), m.files.end(), [&](const CheckpointFile& f) { return f.node == node; })) {
       std::vector<std::string> has;
@@ -417,19 +426,25 @@ void uncommit_checkpoint(const std::string& dir, int64_t epoch) {
   }
 }
 
-std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy) {
+std::vector<int64_t> retention_drops(const std::vector<int64_t>& epochs, const RetentionPolicy& policy) {
   if (policy.keep_last < 0 || policy.keep_every < 0) {
     throw InvalidInput(
         fmt::format("retention: keep_last ({}) and keep_every ({}) must be >= 0", policy.keep_last, policy.keep_every));
   }
-  std::vector<int64_t> deleted;
-  if (policy.keep_last == 0) return deleted;
-  const auto epochs = committed_epochs(dir);
+  std::vector<int64_t> drops;
+  if (policy.keep_last == 0) return drops;
   const size_t n = epochs.size();
   const size_t keep_from = n > static_cast<size_t>(policy.keep_last) ? n - static_cast<size_t>(policy.keep_last) : 0;
   for (size_t i = 0; i < keep_from && i + 1 < n; ++i) {  // i + 1 < n: never the newest
-    const int64_t epoch = epochs[i];
-    if (policy.keep_every > 0 && epoch % policy.keep_every == 0) continue;
+    if (policy.keep_every > 0 && epochs[i] % policy.keep_every == 0) continue;
+    drops.push_back(epochs[i]);
+  }
+  return drops;
+}
+
+std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy) {
+  std::vector<int64_t> deleted;
+  for (const int64_t epoch : retention_drops(committed_epochs(dir), policy)) {
     const std::string path = manifest_path(dir, epoch);
     CheckpointManifest m;
     try {

@@ -1,4 +1,6 @@
-// moka command-line tool: `moka run PLAN.json [--fetch a,b]`, `moka check PLAN.json`, `moka ops [TYPE]`.
+// moka command-line tool: `moka run PLAN.json [--fetch a,b]`, `moka check PLAN.json`, `moka ops [TYPE]`,
+// `moka job run JOB.json`, `moka plan show|dot FILE` (plan_commands.h), `moka checkpoint ls|inspect|verify|blob DIR`
+// (checkpoint_commands.h).
 // Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan, flags), 130 interrupted.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,17 +19,21 @@
 #include <thread>
 #include <variant>
 
+#include "blob_json.h"
+#include "checkpoint_commands.h"
 #include "moka/defs/json.h"
 #include "moka/exec/control_ops.h"
 #include "moka/exec/register_operators.h"
 #include "moka/job/run_job.h"
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
+#include "plan_commands.h"
 
 namespace {
 
 // Output keeps the --fetch order and prints each blob's fields as dtype, shape, data.
-using Json = nlohmann::ordered_json;
+using moka_cli::blob_json;
+using moka_cli::Json;
 
 // Longest --exception-timeout accepted: larger values would overflow the millisecond count.
 constexpr double kMaxExceptionTimeoutS = 1e9;
@@ -46,40 +52,6 @@ std::string one_line(std::string_view text) {
     }
   }
   return out;
-}
-
-// JSON has no literal for non-finite numbers; they print as the strings the plan format reads.
-// A float32 prints in its shortest form ("0.1", not 0.10000000149011612), which reads back as the
-// same float32.
-template <typename T>
-Json number_json(T v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  if constexpr (std::is_same_v<T, float>) return std::strtod(fmt::format("{}", v).c_str(), nullptr);
-  return static_cast<double>(v);
-}
-
-Json blob_json(const moka::Blob& blob) {
-  const moka::Tensor* t = blob.tensor_or_null();
-  if (!t || !t->defined()) {
-    return Json{{"type", blob.is_initialized() ? std::string(blob.type_name()) : "nothing"}};
-  }
-  Json data = Json::array();
-  moka::visit_dtype(t->dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    for (const auto& v : t->values<T>()) {
-      if constexpr (std::is_floating_point_v<T>) {
-        data.push_back(number_json(v));
-      } else if constexpr (std::is_same_v<T, bool>) {
-        data.push_back(static_cast<bool>(v));
-      } else if constexpr (std::is_same_v<T, std::string>) {
-        data.push_back(v);
-      } else {
-        data.push_back(static_cast<int64_t>(v));
-      }
-    }
-  });
-  return Json{{"dtype", std::string(moka::dtype_name(t->dtype()))}, {"shape", t->shape()}, {"data", data}};
 }
 
 std::vector<std::string> split_names(const std::vector<std::string>& lists) {
@@ -507,6 +479,12 @@ int main(int argc, char** argv) {
       "               [--db-type minidb|leveldb|lmdb] [--resume latest|N] [--start-over] [--accept-changed-job]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
       "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+      "  moka plan show FILE.json [--no-operators]\n"
+      "  moka plan dot FILE.json [--svg OUT.svg]\n"
+      "  moka checkpoint ls DIR [--keep-last N [--keep-every K]] [--no-verify] [--json]\n"
+      "  moka checkpoint inspect DIR [--epoch N] [--node NAME] [--json]\n"
+      "  moka checkpoint verify DIR\n"
+      "  moka checkpoint blob DIR NAME [--epoch N] [--node NAME]\n"
       "  moka --help | moka SUBCOMMAND --help | moka --version\n"
       "Plan, TaskGroup and job files are read up to {} MiB.\n"
       "Exit codes: 0 success, 1 failure while running, 2 invalid input (bad JSON, plan or flags), "
@@ -636,17 +614,38 @@ int main(int argc, char** argv) {
   std::string op_type;
   ops->add_option("type", op_type, "Show only this operator type");
 
+  moka_cli::CheckpointCommands checkpoint;
+  moka_cli::add_checkpoint_commands(app, checkpoint, non_negative_integer());
+  moka_cli::PlanCommands plan;
+  moka_cli::add_plan_commands(app, plan);
+
   // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
   const std::string_view first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops" && first != "job") {
+  if (!first.empty() && first[0] != '-' && first != "run" && first != "check" && first != "ops" && first != "job" &&
+      first != "checkpoint" && first != "plan") {
     std::cerr << "moka: unknown subcommand \"" << one_line(argv[1])
-              << "\" (expected run, check, ops or job; see moka --help)\n";
+              << "\" (expected run, check, ops, job, plan or checkpoint; see moka --help)\n";
     return 2;
   }
 
   if (first == "job" && argc > 2 && argv[2][0] != '-' && std::string_view(argv[2]) != "run") {
     std::cerr << "moka: unknown job subcommand \"" << one_line(argv[2]) << "\" (expected run; see moka job --help)\n";
     return 2;
+  }
+
+  if (first == "plan" && argc > 2 && argv[2][0] != '-' && std::string_view(argv[2]) != "show" &&
+      std::string_view(argv[2]) != "dot") {
+    std::cerr << "moka: unknown plan subcommand \"" << one_line(argv[2])
+              << "\" (expected show or dot; see moka plan --help)\n";
+    return 2;
+  }
+  if (first == "checkpoint" && argc > 2 && argv[2][0] != '-') {
+    const std::string_view sub = argv[2];
+    if (sub != "ls" && sub != "inspect" && sub != "verify" && sub != "blob") {
+      std::cerr << "moka: unknown checkpoint subcommand \"" << one_line(argv[2])
+                << "\" (expected ls, inspect, verify or blob; see moka checkpoint --help)\n";
+      return 2;
+    }
   }
 
   try {
@@ -673,6 +672,8 @@ int main(int argc, char** argv) {
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
     if (*job_run) return cmd_job_run(job_args);
+    if (*checkpoint.group) return moka_cli::run_checkpoint_command(checkpoint);
+    if (*plan.group) return moka_cli::run_plan_command(plan);
   } catch (const moka::InvalidInput& e) {
     if (!g_quiet_rank) std::cerr << "moka: invalid input: " << one_line(e.what()) << "\n";
     return 2;

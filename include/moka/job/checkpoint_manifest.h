@@ -100,6 +100,10 @@ void uncommit_checkpoint(const std::string& dir, int64_t epoch);
 /// @brief Epochs that have a manifest in `dir`, ascending (not verified). Empty when dir is missing.
 std::vector<int64_t> committed_epochs(const std::string& dir);
 
+/// @brief The committed epoch `epoch` of `dir`, or the newest committed one: its manifest, read
+/// (not verified). NotFound when there is none.
+CheckpointManifest read_checkpoint_manifest(const std::string& dir, std::optional<int64_t> epoch = std::nullopt);
+
 /// @brief Reads the manifest of `epoch` and checks every node DB against it, and that it has a file
 /// for each of `nodes` (when given). Throws NotFound when the epoch has no manifest, CorruptData
 /// naming the manifest, node and file otherwise. `digested`: only the files of these nodes are read
@@ -177,7 +181,11 @@ struct RetentionPolicy {
   int64_t keep_every = 0;  ///< also keep every epoch divisible by K; 0 = none
 };
 
-/// @brief Deletes committed checkpoints the policy does not keep: the manifest first (so the epoch
+/// @brief The epochs of `committed` (ascending) that the policy does not keep: all but the newest
+/// keep_last, less those divisible by keep_every, never the newest. InvalidInput for a negative policy.
+std::vector<int64_t> retention_drops(const std::vector<int64_t>& committed, const RetentionPolicy& policy);
+
+/// @brief Deletes committed checkpoints the policy does not keep (retention_drops): the manifest first (so the epoch
 /// stops existing atomically), then its node DBs. Never deletes the newest committed epoch, nor an
 /// epoch whose manifest cannot be read (it is left for a person to inspect). Returns the deleted epochs, ascending.
 std::vector<int64_t> apply_retention(const std::string& dir, const RetentionPolicy& policy);

@@ -35,7 +35,14 @@ TEST(CliFlagsDocumented, EverySubcommandFlagIsInTheTopLevelHelpAndTheDocs) {
   const std::string docs = moka::testing::slurp(std::string(moka::testing::source_dir()) + "/docs/cli.md");
   ASSERT_FALSE(docs.empty());
   std::size_t seen = 0;
-  for (const std::vector<std::string>& sub : {std::vector<std::string>{"run"}, {"check"}, {"ops"}, {"job", "run"}}) {
+  for (const std::vector<std::string>& sub : {std::vector<std::string>{"run"},
+                                              {"check"},
+                                              {"ops"},
+                                              {"job", "run"},
+                                              {"checkpoint", "ls"},
+                                              {"checkpoint", "inspect"},
+                                              {"checkpoint", "verify"},
+                                              {"checkpoint", "blob"}}) {
     std::vector<std::string> args = sub;
     args.push_back("--help");
     const auto r = run_moka(args, dir.fs_path());
