@@ -96,10 +96,11 @@ std::vector<CheckpointEpochListing> list_checkpoint_dir(const std::string& dir, 
         e.nodes.push_back(f.node);
         use.add(checkpoint_db_path(dir, f));
       }
+      // Whether it verifies or not: apply_retention deletes what retention_drops names once its manifest reads
+      // (one whose manifest does not read it keeps, for a person to look at).
+      e.kept = std::find(drops.begin(), drops.end(), epoch) == drops.end();
       e.status = "ok";
       if (verify) verify_checkpoint(dir, epoch);
-      // Retention keeps an epoch whose manifest cannot be read (apply_retention leaves it for a person).
-      e.kept = std::find(drops.begin(), drops.end(), epoch) == drops.end();
     } catch (const Error& err) {
       e.status = err.what();
     }

@@ -118,6 +118,9 @@ TEST_F(CliCheckpointInspect, VerifyNamesEveryBadFileAndSaysOkOtherwise) {
   EXPECT_EQ(j[1]["usable"], false);
   EXPECT_NE(j[1]["status"].get<std::string>().find("trainer.1"), std::string::npos) << j.dump();
   EXPECT_EQ(j[2]["usable"], true);
+  const Json kept = parse_stdout(run({"checkpoint", "ls", ckpt(), "--json", "--keep-last", "1"}));
+  EXPECT_EQ(kept[1]["kept"], false) << "retention deletes a bad epoch too: " << kept.dump();
+  EXPECT_EQ(kept[4]["kept"], true);
   expect_error(run({"checkpoint", "inspect", ckpt(), "--epoch", "3", "--node", "reader"}), 2, {"reader.3"});
 }
 
