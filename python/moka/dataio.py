@@ -15,7 +15,6 @@ __all__ = ["Reader", "Writer", "Pipe", "ReaderWithLimitBase", "ReaderWithLimit",
            "CountUntil", "ReaderWithDelay", "CompositeReader", "ReaderBuilder", "CompositeReaderBuilder"]
 
 
-
 class _ReaderType(type):
     # The C++ readers (_C.Reader) count as dataio.Reader instances, as Caffe2's built-in readers were.
     def __instancecheck__(cls, obj):

@@ -349,12 +349,7 @@ void bind_data(py::module_& m) {
   // schema (Caffe2's schema.Field, Scalar, Struct, List): `rec.val` is the child field, `rec.val()` its blob.
   py::class_<s::Field> field(m, "Field", "A record or record schema (Caffe2's schema.Field).");
   field.def("field_names", &s::Field::field_names)
-      .def("field_blobs",
-           [](const s::Field& f) {
-             py::list out;
-             for (const BlobRef& b : f.field_blobs()) out.append(blob_reference(b));
-             return out;
-           })
+      .def("field_blobs", [](const s::Field& f) { return py_blobs(f.field_blobs()); })
       .def("field_types",
            [](const s::Field& f) {
              std::vector<std::optional<std::string>> out;

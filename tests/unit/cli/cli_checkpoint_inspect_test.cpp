@@ -1,6 +1,7 @@
 // `moka checkpoint ls|inspect|verify|blob` on a job's real checkpoint directory: good input, then the damage a user
 // meets (a flipped byte, a truncated file, a save that never committed, a missing directory, an unknown epoch, node
-// or blob) — each named, with exit 2 where something is bad, and the directory never changed.
+// or blob; a damaged record in an LMDB, a blob two nodes hold) — each named, with exit 2 where something is bad, and
+// the directory never changed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "moka/moka.h"
 #include "unit/cli/cli_fixture.h"
 
 namespace {
@@ -150,6 +152,74 @@ TEST_F(CliCheckpointInspect, BadArgumentsAreNamedWithExit2) {
   EXPECT_EQ(none.code, 0) << none.err;
   EXPECT_NE(none.out.find("no checkpoints"), std::string::npos) << none.out;
   expect_error(run({"checkpoint", "inspect", empty.string()}), 2, {"no committed checkpoint"});
+}
+
+}  // namespace
+
+namespace {
+
+using namespace moka_cli_test;
+
+// A committed LMDB checkpoint of two nodes that both hold a blob "x" (int64 [1, 2, 3] and [4, 5, 6]).
+class CliCheckpointTwoNodes : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    ckpt_ = (dir_ / "ck").string();
+    fs::create_directory(ckpt_);
+    std::vector<std::pair<std::string, std::string>> dbs;
+    for (const auto& [node, base] : {std::pair<std::string, int64_t>{"a", 1}, {"b", 4}}) {
+      moka::Workspace ws;
+      ws.create_blob("x")->reset(
+          std::make_unique<moka::Tensor>(moka::Tensor::vector<int64_t>({base, base + 1, base + 2})));
+      moka::SaveSpec spec;
+      spec.blob_names = {"x"};
+      spec.db = ckpt_ + "/" + node + ".1";
+      spec.db_type = "lmdb";
+      spec.absolute_path = true;
+      moka::save_blobs(ws, spec);
+      dbs.emplace_back(node, spec.db);
+    }
+    moka::commit_checkpoint(ckpt_, 1, "lmdb", dbs);
+  }
+  // Changes the value 3 of node a's "x" to 7 inside its LMDB file (LMDB has no checksums: the record's catches it).
+  void damage_a() {
+    const fs::path data = fs::path(ckpt_) / "a.1" / "data.mdb";
+    std::string bytes = read_file(data);
+    const std::string want("\x01\0\0\0\0\0\0\0\x02\0\0\0\0\0\0\0\x03\0\0\0\0\0\0\0", 24);
+    const std::size_t at = bytes.find(want);
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 16] = '\x07';
+    write_file(data, bytes);
+  }
+  std::string ckpt_;
+};
+
+TEST_F(CliCheckpointTwoNodes, ABlobInSeveralNodesNeedsNode) {
+  expect_error(run({"checkpoint", "blob", ckpt_, "x"}), 2,
+               {"blob \"x\" is in several nodes of epoch 1 (a, b)", "--node"});
+  const CliResult b = run({"checkpoint", "blob", ckpt_, "x", "--node", "b"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(b.out, R"({"x":{"dtype":"int64","shape":[3],"data":[4,5,6]}})"
+                   "\n");
+  const CliResult ls = run({"checkpoint", "ls", ckpt_, "--no-verify"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("lmdb  (not verified)"), std::string::npos) << ls.out;
+}
+
+TEST_F(CliCheckpointTwoNodes, ADamagedRecordIsNamedByInspectAndVerify) {
+  damage_a();
+  const CliResult inspect = run({"checkpoint", "inspect", ckpt_});
+  EXPECT_EQ(inspect.code, 2) << inspect.out << inspect.err;
+  EXPECT_NE(inspect.out.find("  x  BAD: record \"x"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("node b: b.1 (1 blobs)\n  x  int64 [3]"), std::string::npos) << inspect.out;
+  const CliResult verify = run({"checkpoint", "verify", ckpt_});
+  EXPECT_EQ(verify.code, 2) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("epoch 1: " + ckpt_ + "/a.1: checkpoint epoch 1"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("epoch 1: " + ckpt_ + "/a.1 blob \"x\": record"), std::string::npos) << verify.out;
+  EXPECT_EQ(verify.out.find("/b.1"), std::string::npos) << verify.out;
+  // --no-verify reads manifests only: the damage does not show there.
+  EXPECT_NE(run({"checkpoint", "ls", ckpt_, "--no-verify"}).out.find("(not verified)"), std::string::npos);
 }
 
 }  // namespace
