@@ -166,6 +166,8 @@ bool is_python_reader(const py::handle& x) {
 
 }  // namespace
 
+Net net_argument(const py::handle& x, const char* what) { return net_of(x, what); }
+
 std::shared_ptr<Reader> reader_argument(const py::handle& x, const char* what) {
   if (x.is_none()) return nullptr;  // the C++ reader names the missing argument
   if (py::isinstance<Reader>(x)) return x.cast<std::shared_ptr<Reader>>();
@@ -348,8 +350,15 @@ std::shared_ptr<ReaderBuilder> reader_builder_of(const py::handle& x) {
 void bind_data(py::module_& m) {
   // schema (Caffe2's schema.Field, Scalar, Struct, List): `rec.val` is the child field, `rec.val()` its blob.
   py::class_<s::Field> field(m, "Field", "A record or record schema (Caffe2's schema.Field).");
-  field.def("field_names", &s::Field::field_names)
-      .def("field_blobs", [](const s::Field& f) { return py_blobs(f.field_blobs()); })
+  field
+      .def("field_names", &s::Field::field_names)
+      // Caffe2's field_blobs: a scalar's data where it carries some (a fetched record), else its blob.
+      .def("field_blobs",
+           [](const s::Field& f) {
+             py::list out;
+             for (const s::Field& scalar : f.all_scalars()) out.append(scalar_get(scalar));
+             return out;
+           })
       .def("field_types",
            [](const s::Field& f) {
              std::vector<std::optional<std::string>> out;

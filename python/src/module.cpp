@@ -11,6 +11,7 @@
 #include "moka/moka.h"
 #include "mpi_session.h"
 #include "python_op.h"
+#include "trace.h"
 #include "workspace.h"
 
 namespace py = pybind11;
@@ -72,6 +73,8 @@ PYBIND11_MODULE(_C, m) {
   moka::python::bind_python_op(m);
   moka::python::bind_data(m);
   moka::python::bind_db_file_reader(m);
+  moka::python::bind_text_file_reader(m);
+  moka::python::bind_trace(m);
   moka::python::bind_job(m);
   moka::python::bind_mpi_session(m);
 }

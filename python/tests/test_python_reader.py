@@ -43,8 +43,8 @@ class PyReaderWithDelay(Reader):
 
 
 class CountingReader(Reader):
-    """Reads 0, 1, ..., n - 1 (one record per read, from any number of threads): a counter made in setup_ex
-    counts down, and each read emits the count it took."""
+    """Reads 0, 1, ..., n - 1 (one record per read, from any number of threads): each read takes the next count
+    of a counter made in setup_ex with CountUp (atomic: two threads never take the same count) and stops at n."""
 
     def __init__(self, n):
         super().__init__(schema=Struct(("label", Scalar(np.int64))))
@@ -53,12 +53,12 @@ class CountingReader(Reader):
 
     def setup_ex(self, init_net, finish_net):
         self.setups += 1
-        self.counter = init_net.CreateCounter([], init_count=self.n)
+        self.counter = init_net.CreateCounter([], init_count=0)
 
     def read(self, read_net):
-        should_stop = read_net.CountDown([self.counter])
-        left = read_net.RetrieveCount([self.counter])
-        label = read_net.Sub([read_net.Const([self.n - 1]), left], broadcast=1)  # a 1-d row
+        taken = read_net.CountUp([self.counter])
+        should_stop = read_net.GE([taken, read_net.Const(self.n)])
+        label = read_net.Add([read_net.Const([0]), taken], broadcast=1)  # a 1-d row
         return should_stop, [label]
 
 

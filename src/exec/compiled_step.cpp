@@ -219,6 +219,15 @@ void StepWrapper::release(const std::shared_ptr<CompiledStep>& c) {
   if (recycle && !cancelled_.load()) free_.push_back(c);
 }
 
+uint32_t StepWrapper::trace_name() {
+  uint32_t id = trace_name_.load(std::memory_order_relaxed);
+  if (id == UINT32_MAX) [[unlikely]] {
+    id = trace_name_id(step_.name.empty() ? std::string_view("(unnamed step)") : std::string_view(step_.name));
+    trace_name_.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
 void StepWrapper::cancel() {
   ctx_.dirty.store(true);
   cancelled_.store(true);

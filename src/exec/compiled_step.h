@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "moka/core/trace.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/plan_def.h"
 #include "moka/exec/plan_executor.h"
@@ -38,6 +39,9 @@ struct PlanContext {
   // records n of them, and a search per net made instantiating 100k nets take seconds.
   const Workspace* plan_ws = nullptr;
   std::unordered_map<std::string, uint64_t> plan_ws_nets;
+  // The trace track of the node this plan runs for (the caller's, when the context was made): steps
+  // record into it on whichever thread runs them (docs/tracing.md).
+  uint32_t trace_node = trace_current_node_track();
 
   /// The net `name` in ws, instantiated once per run and workspace (nets that existed before the
   /// run are re-created on first use, as Caffe2 does).
@@ -70,6 +74,8 @@ class StepWrapper {
   void release(const std::shared_ptr<CompiledStep>& c);
   /// Cancels the cached step and every live fresh one; later fresh ones start cancelled.
   void cancel();
+  /// The step's name in the trace's string table (looked up once).
+  uint32_t trace_name();
 
  private:
   const ExecutionStepDef& step_;
@@ -80,6 +86,7 @@ class StepWrapper {
   std::list<std::shared_ptr<CompiledStep>> live_;
   std::deque<std::shared_ptr<CompiledStep>> free_;  // recyclable fresh steps (create_workspace only)
   std::atomic<bool> cancelled_{false};
+  std::atomic<uint32_t> trace_name_{UINT32_MAX};
 };
 
 /// A step with its workspace, nets and substep wrappers bound (Caffe2's CompiledExecutionStep).

@@ -3,6 +3,8 @@
 // off when no fiber can move.
 #include "exec/fiber.h"
 
+#include "moka/core/trace.h"
+
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -246,6 +248,7 @@ void Fiber::resume() {
   idle_ = false;
   const int64_t outer_turn_started = t_turn_started_ns;  // the outer fiber's turn goes on after this one
   t_turn_started_ns = coarse_now_ns();
+  const uint32_t outer_lane = trace_set_lane(trace_lane);
 #if MOKA_FIBER_TSAN
   tsan_caller_ = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(tsan_fiber_, 0);
@@ -260,6 +263,7 @@ void Fiber::resume() {
 #endif
   t_fiber = outer_;
   t_turn_started_ns = outer_turn_started;
+  trace_set_lane(outer_lane);
 }
 
 void preempt_if_turn_over() noexcept {
@@ -289,7 +293,10 @@ void Fiber::yield(bool idle) noexcept {
 void run_on_fibers(std::size_t n, const std::function<void(std::size_t)>& job) {
   std::vector<std::unique_ptr<Fiber>> fibers;
   fibers.reserve(n);
-  for (std::size_t j = 0; j < n; ++j) fibers.push_back(std::make_unique<Fiber>([&job, j] { job(j); }));
+  for (std::size_t j = 0; j < n; ++j) {
+    fibers.push_back(std::make_unique<Fiber>([&job, j] { job(j); }));
+    fibers.back()->trace_lane = static_cast<uint32_t>(j + 1);
+  }
   std::size_t live = n;
   int idle_rounds = 0;
   bool moved = false;  // some fiber made progress since this thread last yielded to an outer fiber

@@ -47,6 +47,8 @@ class Fiber final : public FiberYield {
   bool finished() const noexcept { return finished_; }
   /// Whether its last yield said it made no progress since the resume before.
   bool idle() const noexcept { return idle_; }
+  /// The trace lane its turns record into (1-based within its group; 0: the thread's own track).
+  uint32_t trace_lane = 0;
   /// What escaped the body, if anything.
   std::exception_ptr error() const noexcept { return error_; }
 

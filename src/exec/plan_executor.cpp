@@ -16,6 +16,7 @@
 #include "exec/reporter.h"
 #include "exec/usable_cpus.h"
 #include "moka/core/error.h"
+#include "moka/core/trace.h"
 #include "moka/exec/prepared_plan.h"
 #include "moka/exec/worker_pool.h"
 
@@ -140,6 +141,25 @@ bool runs_on_fibers(Concurrency c) {
   return false;
 }
 
+// The nets of a step without substeps, num_iter times or until should_stop; kTraced: each a trace span.
+template <bool kTraced>
+void run_nets(CompiledStep& c) {
+  const std::size_t num_nets = c.nets.size();
+  SimpleNet* const* nets = c.nets.data();
+  for (int64_t iter = 0; c.keep_going(iter); ++iter) {
+    for (std::size_t i = 0; i < num_nets; ++i) {
+      if constexpr (kTraced)
+        nets[i]->run_ops_traced();
+      else
+        nets[i]->run_ops();
+      if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
+    }
+    // In a fiber: let the siblings run once a turn is over. Once per iteration, not per net: an
+    // iteration's nets are bounded, and a pipe's iteration (one batch) runs nine of them.
+    preempt_point();
+  }
+}
+
 void run_body(const std::shared_ptr<CompiledStep>& cp) {
   CompiledStep& c = *cp;
   const ExecutionStepDef& step = c.step;
@@ -166,17 +186,11 @@ void run_body(const std::shared_ptr<CompiledStep>& cp) {
     }
     return;
   }
-  const std::size_t num_nets = c.nets.size();
-  SimpleNet* const* nets = c.nets.data();
-  for (int64_t iter = 0; c.keep_going(iter); ++iter) {
-    for (std::size_t i = 0; i < num_nets; ++i) {
-      nets[i]->run_ops();
-      if (c.should_stop() || c.cancelled.load(std::memory_order_relaxed)) return;
-    }
-    // In a fiber: let the siblings run once a turn is over. Once per iteration, not per net: an
-    // iteration's nets are bounded, and a pipe's iteration (one batch) runs nine of them.
-    preempt_point();
-  }
+  // Decided once per step run; the untraced loop is the same code as without tracing (docs/tracing.md §3).
+  if (trace_enabled(TraceLevel::nets)) [[unlikely]]
+    run_nets<true>(c);
+  else
+    run_nets<false>(c);
 }
 
 void start_reporters(CompiledStep& c, Reporter& reporter) {
@@ -219,6 +233,12 @@ void execute_inner(StepWrapper& w) {
 
 void execute(StepWrapper& w) {
   try {
+    if (trace_enabled()) [[unlikely]] {
+      TraceNodeScope node(w.context().trace_node);
+      TraceSpan span(TraceCategory::step, w.trace_name());
+      execute_inner(w);
+      return;
+    }
     execute_inner(w);
   } catch (Error& e) {
     e.add_context(describe_step(w.step()));
@@ -259,12 +279,14 @@ void run_steps(RunState& st, const RunOptions& options) {
     st.ctx->created.clear();
     ++st.ctx->run_id;
   } else {
+    trace_start_from_environment();  // MOKA_TRACE: the first plan run of the process starts the trace
     st.drop();
     st.ctx = std::make_shared<PlanContext>(st.plan.network, options);
     st.ctx->plan_ws = &st.ws;
     ++st.instantiations;
   }
   PlanContext& ctx = *st.ctx;
+  ctx.trace_node = trace_current_node_track();  // this run's node (the context may be an earlier run's)
   const auto& steps = st.plan.execution_step;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (ctx.external_stop()) return;

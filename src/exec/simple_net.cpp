@@ -119,6 +119,32 @@ void SimpleNet::op_failed(std::size_t i) {
   throw e;
 }
 
+void SimpleNet::run_ops_traced() {
+  if (trace_names_.size() != ops_.size() + 1) {
+    trace_names_.clear();
+    trace_names_.push_back(trace_name_id(def_.name.empty() ? std::string_view("(unnamed net)") : def_.name));
+    for (const auto& op : ops_)
+      trace_names_.push_back(trace_name_id(op->output_size() > 0 ? fmt::format("{} {}", op->type(), op->output_name(0))
+                                                                 : std::string(op->type())));
+  }
+  TraceSpan net_span(TraceCategory::net, trace_names_[0], TraceLevel::nets);
+  if (!trace_enabled(TraceLevel::ops)) {
+    run_ops();
+    return;
+  }
+  const std::size_t n = ops_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    TraceSpan op_span(TraceCategory::op, trace_names_[i + 1], TraceLevel::ops);
+    bool ok;
+    try {
+      ok = ops_[i]->run();
+    } catch (...) {
+      rethrow_in_context(i);
+    }
+    if (!ok) op_failed(i);
+  }
+}
+
 void SimpleNet::cancel() {
   for (auto& op : ops_) op->cancel();
 }

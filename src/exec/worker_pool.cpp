@@ -2,9 +2,14 @@
 // (watchdog), short polling before sleeping, idle exit.
 #include "moka/exec/worker_pool.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
+
+#include "moka/core/trace.h"
 
 #include "core/spin_wait.h"
 
@@ -90,6 +95,8 @@ void WorkerPool::blocking_end() noexcept {
 
 void WorkerPool::worker_loop() {
   t_blocking_observer = this;
+  static std::atomic<int> workers_started{0};
+  trace_set_thread_name(fmt::format("worker {}", workers_started.fetch_add(1, std::memory_order_relaxed) + 1));
   std::unique_lock lk(mu_);
   --starting_;
   for (;;) {

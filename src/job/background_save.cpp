@@ -11,6 +11,7 @@
 
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
+#include "moka/core/trace.h"
 #include "moka/core/workspace.h"
 #include "moka/storage/blob_serializer.h"
 #include "moka/storage/db.h"
@@ -104,11 +105,14 @@ void BackgroundSave::start(int64_t epoch, const std::string& db_type, std::funct
   writing_ = taking_ ? std::move(taking_) : std::make_shared<std::vector<Node>>();
   taking_.reset();
   epoch_ = epoch;
-  pending_ = std::async(std::launch::async, [nodes = writing_, db_type, then = std::move(then)] {
+  pending_ = std::async(std::launch::async, [nodes = writing_, db_type, epoch, then = std::move(then)] {
+    trace_set_thread_name("checkpoint writer");
     std::exception_ptr failed;
     try {
       for (Node& n : *nodes) {
         const auto t0 = std::chrono::steady_clock::now();
+        TraceSpan span(TraceCategory::checkpoint,
+                       trace_enabled() ? trace_name_id(fmt::format("write epoch {} ({})", epoch, n.db_path)) : 0);
         write_node(db_type, n.db_path, n.records);
         n.write_ns =
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();

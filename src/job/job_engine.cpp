@@ -16,12 +16,19 @@
 #include "moka/core/dtype.h"
 #include "moka/core/error.h"
 #include "moka/core/tensor.h"
+#include "moka/core/trace.h"
 
 namespace moka::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kDefaultDbType = "minidb";
+
+// A trace name made only while a trace records ("epoch 3", "save epoch 3"); docs/tracing.md.
+template <class... A>
+uint32_t trace_name(fmt::format_string<A...> f, A&&... a) {
+  return trace_enabled() ? trace_name_id(fmt::format(f, std::forward<A>(a)...)) : 0;
+}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -57,6 +64,7 @@ class JobEngine {
     bool finished = false;
     if (resume) {
       const CheckpointManifest& manifest = resume_manifest_.value();  // verified by start()
+      TraceSpan span(TraceCategory::checkpoint, trace_name("load epoch {}", *resume));
       everywhere([&] { store_->read(manifest); });
       finished = manifest.stop;
       result_.resumed_from = resume;
@@ -67,7 +75,10 @@ class JobEngine {
                         "from a read-only directory",
                         dir_, read_only_reason_, *resume, *resume + 1));
     } else {
-      groups_.run(JobGroup::init, 0);
+      {
+        TraceSpan span(TraceCategory::job, "init");
+        groups_.run(JobGroup::init, 0);
+      }
       if (checkpointing) {
         store_->capture_blob_lists();
         save(0, EpochReport{});
@@ -79,7 +90,10 @@ class JobEngine {
       EpochReport report;
       report.epoch = epoch;
       const auto t0 = Clock::now();
-      groups_.run(JobGroup::epoch, epoch);
+      {
+        TraceSpan span(TraceCategory::epoch, trace_name("epoch {}", epoch));
+        groups_.run(JobGroup::epoch, epoch);
+      }
       report.seconds = seconds_since(t0);
       report.stop = groups_.stop_requested();  // right after the epoch, before the save: Caffe2's order
       if (checkpointing) {
@@ -91,8 +105,14 @@ class JobEngine {
     }
     wait_for_background_save();
     groups_.before_download(epoch);
-    groups_.run(JobGroup::download, epoch);
-    groups_.run(JobGroup::exit, epoch);
+    {
+      TraceSpan span(TraceCategory::job, "download");
+      groups_.run(JobGroup::download, epoch);
+    }
+    {
+      TraceSpan span(TraceCategory::job, "exit");
+      groups_.run(JobGroup::exit, epoch);
+    }
     result_.last_epoch = epoch;
     return std::move(result_);
   }
@@ -213,6 +233,7 @@ class JobEngine {
   void save(int64_t epoch, EpochReport report) {
     report.epoch = epoch;
     const auto t0 = Clock::now();
+    TraceSpan span(TraceCategory::checkpoint, trace_name("save epoch {}", epoch));
     // The previous epoch's save reports its own failure, under its own epoch, before this one
     // starts (inside the try below it would be re-wrapped as this epoch's failure).
     wait_for_background_save();
@@ -246,6 +267,7 @@ class JobEngine {
           background_.start(epoch, db_type_,
                             [this, epoch, stop = report.stop, files = std::move(files),
                              mine = std::move(mine)](std::exception_ptr write_error) {
+                              TraceSpan commit_span(TraceCategory::checkpoint, trace_name("commit epoch {}", epoch));
                               if (!across_) {
                                 if (write_error) std::rethrow_exception(write_error);
                                 background_deleted_ = commit(epoch, stop, files);
@@ -264,7 +286,11 @@ class JobEngine {
           record_deleted(deleted);
           store_->saved(epoch, nullptr);
         } else {
-          report.checkpoint_bytes = store_->write(epoch, db_type_);
+          {
+            TraceSpan write_span(TraceCategory::checkpoint, trace_name("write epoch {}", epoch));
+            report.checkpoint_bytes = store_->write(epoch, db_type_);
+          }
+          TraceSpan commit_span(TraceCategory::checkpoint, trace_name("commit epoch {}", epoch));
           record_deleted(commit(epoch, report.stop, files));
           store_->saved(epoch, nullptr);
         }

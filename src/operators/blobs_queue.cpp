@@ -13,6 +13,7 @@
 #include "core/asymmetric_fence.h"
 #include "core/spin_wait.h"
 #include "moka/core/error.h"
+#include "moka/core/trace.h"
 
 namespace moka {
 
@@ -272,7 +273,19 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
 
 // A timed wait in a fiber yields until the queue is ready or the deadline passed; outside one it
 // spins briefly, then sleeps on the condition variable until notified or the deadline.
+uint32_t BlobsQueue::trace_wait_name(bool put) {
+  std::atomic<uint32_t>& cached = put ? trace_put_name_ : trace_take_name_;
+  uint32_t id = cached.load(std::memory_order_relaxed);
+  if (id == UINT32_MAX) {
+    id = trace_name_id(fmt::format("{} {}", put ? "put" : "take", name_));
+    cached.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
 [[gnu::noinline]] QueueResult BlobsQueue::put_waiting(std::span<Blob* const> inputs, double timeout_secs) {
+  // The time blocked on a full queue (docs/tracing.md).
+  TraceSpan span(TraceCategory::wait, trace_enabled() ? trace_wait_name(true) : 0);
   const bool timed = timeout_secs > 0;
   const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;
@@ -289,6 +302,7 @@ QueueResult BlobsQueue::read(std::span<Blob* const> outputs, double timeout_secs
 }
 
 [[gnu::noinline]] QueueResult BlobsQueue::read_waiting(std::span<Blob* const> outputs, double timeout_secs) {
+  TraceSpan span(TraceCategory::wait, trace_enabled() ? trace_wait_name(false) : 0);  // blocked on an empty queue
   const bool timed = timeout_secs > 0;
   const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;

@@ -14,12 +14,14 @@ void register_builtin_operators(OperatorRegistry& reg) {
   const std::vector<std::string> callable = reg.types();
   register_fill_ops(reg);
   register_math_ops(reg);
+  register_dense_math_ops(reg);
   register_logic_ops(reg);
   register_cast_ops(reg);
   register_utility_ops(reg);
   register_counter_ops(reg);
   register_timer_ops(reg);
   register_dataset_ops(reg);
+  register_text_file_ops(reg);
   register_queue_ops(reg);
   register_queue_link_ops(reg);
   register_collective_ops(reg);

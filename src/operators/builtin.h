@@ -8,6 +8,8 @@ void register_builtin_operators(OperatorRegistry& reg);
 void register_callable_ops(OperatorRegistry& reg);
 void register_fill_ops(OperatorRegistry& reg);
 void register_math_ops(OperatorRegistry& reg);
+void register_dense_math_ops(OperatorRegistry& reg);  // MatMul, FC, ReduceSum, ReduceMean, Scale, WeightedSum, Sigmoid
+void register_text_file_ops(OperatorRegistry& reg);   // CreateTextFileReader, TextFileReaderRead
 void register_logic_ops(OperatorRegistry& reg);
 void register_cast_ops(OperatorRegistry& reg);
 void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, CreateMutex, Iter, AtomicIter

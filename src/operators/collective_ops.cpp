@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "moka/core/error.h"
+#include "moka/core/trace.h"
 #include "moka/operators/collectives.h"
 #include "moka/operators/registry.h"
 #include "operators/builtin.h"
@@ -99,6 +100,7 @@ class AllreduceOp final : public CollectiveOpBase {
   }
   bool run() override {
     const CommonWorldHandle& h = world();
+    TraceSpan span(TraceCategory::collective, "Allreduce");  // includes the time waiting for the other members
     for (std::size_t i = 1; i < input_size(); ++i) h.world->allreduce(h.member, input(i), output(i - 1), reduction_);
     return true;
   }
@@ -115,6 +117,7 @@ class BroadcastOp final : public CollectiveOpBase {
   }
   bool run() override {
     const CommonWorldHandle& h = world();
+    TraceSpan span(TraceCategory::collective, "Broadcast");  // includes the time waiting for the other members
     for (std::size_t i = 1; i < input_size(); ++i)
       h.world->broadcast(h.member, input(i), output(i - 1), static_cast<int>(root_));
     return true;
@@ -129,6 +132,7 @@ class AllgatherOp final : public CollectiveOpBase {
   using CollectiveOpBase::CollectiveOpBase;
   bool run() override {
     const CommonWorldHandle& h = world();
+    TraceSpan span(TraceCategory::collective, "Allgather");  // includes the time waiting for the other members
     h.world->allgather(h.member, input(1), output(0));
     return true;
   }
@@ -139,6 +143,7 @@ class BarrierOp final : public CollectiveOpBase {
   using CollectiveOpBase::CollectiveOpBase;
   bool run() override {
     const CommonWorldHandle& h = world();
+    TraceSpan span(TraceCategory::collective, "Barrier");  // includes the time waiting for the other members
     h.world->barrier(h.member);
     return true;
   }

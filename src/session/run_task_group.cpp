@@ -10,6 +10,7 @@
 
 #include "moka/core/blocking.h"
 #include "moka/core/error.h"
+#include "moka/core/trace.h"
 #include "moka/exec/worker_pool.h"
 
 namespace moka {
@@ -21,6 +22,7 @@ std::string describe_node(const std::string& node) { return fmt::format("node \"
 // Runs f, adding the node to the context of any error.
 template <class F>
 void with_node_context(const std::string& node, F&& f) {
+  TraceNodeScope trace_node(node);  // the node's plan records into the node's track
   try {
     f();
   } catch (Error& e) {

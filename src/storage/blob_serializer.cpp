@@ -13,6 +13,7 @@
 #include "moka/core/tensor.h"
 #include "moka/operators/blobs_queue.h"
 #include "moka/operators/counter.h"
+#include "moka/operators/text_file_reader.h"
 #include "moka/operators/tree_cursor.h"
 #include "storage/xxh3_fast.h"
 
@@ -884,6 +885,52 @@ BlobSerializerRegistry& BlobSerializerRegistry::global() {
           auto cursor = std::make_unique<TreeCursor>(std::move(fields));
           cursor->set_offsets(std::move(offsets));
           b.reset(std::move(cursor));
+        });
+    // TextFileReaderInstance: what it reads and where it stands. Loading reopens the file and checks that the
+    // position is the start of a line of it (docs/pipelines.md §10).
+    reg->register_builtin(
+        std::string(kTextFileReaderTypeName), type_info_of<TextFileReaderInstance>(),
+        [](const Blob& b, std::string& out) {
+          const auto& reader = b.get<TextFileReaderInstance>();
+          const TextFileReaderSpec& spec = reader.spec();
+          const TextFileReaderPosition pos = reader.position();
+          PayloadWriter w(out);
+          w.str(spec.filename);
+          w.u32(static_cast<uint32_t>(spec.field_types.size()));
+          for (DType t : spec.field_types) w.u32(static_cast<uint32_t>(t));
+          w.u32(static_cast<uint32_t>(spec.field_names.size()));
+          for (const auto& n : spec.field_names) w.str(n);
+          w.i64(spec.num_passes);
+          w.u32(static_cast<uint8_t>(spec.delimiter));
+          w.i64(pos.pass);
+          w.i64(pos.offset);
+          w.i64(pos.line);
+        },
+        [](std::string_view in, Blob& b) {
+          PayloadReader r(in, "TextFileReaderInstance payload");
+          TextFileReaderSpec spec;
+          spec.filename = std::string(r.str());
+          const uint32_t ntypes = r.u32();
+          if (ntypes > r.remaining() / 4) r.fail(fmt::format("{} field types cannot fit", ntypes));
+          for (uint32_t i = 0; i < ntypes; ++i) {
+            const uint32_t code = r.u32();
+            const std::optional<DType> t = dtype_from_code(code);
+            if (!t) r.fail(fmt::format("field type {} is {}", i, describe_dtype_code(code)));
+            spec.field_types.push_back(*t);
+          }
+          const uint32_t nnames = r.u32();
+          if (nnames > r.remaining() / 4) r.fail(fmt::format("{} field names cannot fit", nnames));
+          for (uint32_t i = 0; i < nnames; ++i) spec.field_names.emplace_back(r.str());
+          spec.num_passes = r.i64();
+          const uint32_t delimiter = r.u32();
+          if (delimiter > 255) r.fail(fmt::format("delimiter code {} is not a byte", delimiter));
+          spec.delimiter = static_cast<char>(static_cast<uint8_t>(delimiter));
+          TextFileReaderPosition pos;
+          pos.pass = r.i64();
+          pos.offset = r.i64();
+          pos.line = r.i64();
+          r.expect_end();
+          b.reset(std::make_unique<TextFileReaderInstance>(std::move(spec), pos));
         });
     return reg;
   }();

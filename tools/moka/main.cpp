@@ -12,9 +12,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <variant>
@@ -163,6 +165,38 @@ int launcher_env(std::initializer_list<const char*> vars, int fallback) {
     if (const char* v = std::getenv(var)) return std::atoi(v);
   return fallback;
 }
+// --trace FILE / --trace-level LEVEL of moka run and moka job run, or MOKA_TRACE / MOKA_TRACE_LEVEL when the
+// flags are not given (docs/tracing.md). Under a launcher each rank writes a file of its own: FILE with
+// ".rank<r>" before its extension.
+struct TraceArgs {
+  std::string path;
+  std::string level;
+};
+
+int launcher_rank();
+
+moka::TraceOptions trace_options(TraceArgs args, bool under_launcher) {
+  if (args.path.empty())
+    if (const char* env = std::getenv("MOKA_TRACE")) args.path = env;
+  if (args.level.empty())
+    if (const char* env = std::getenv("MOKA_TRACE_LEVEL")) args.level = env;
+  moka::TraceOptions o;
+  if (args.path.empty()) {
+    o.level = moka::TraceLevel::off;
+    return o;
+  }
+  o.level = args.level.empty() ? moka::TraceLevel::steps : moka::trace_level_from_name(args.level);
+  o.path = args.path;
+  if (under_launcher) {
+    const int rank = launcher_rank();
+    const std::filesystem::path p(args.path);
+    o.path = (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(rank) + p.extension().string())).string();
+    o.process_label = "rank " + std::to_string(rank);
+    o.process_index = rank;
+  }
+  return o;
+}
+
 int launcher_rank() { return launcher_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, 0); }
 
 // `moka run` under an MPI launcher: each node of the TaskGroup (a plan is node "local") runs on its rank
@@ -472,13 +506,14 @@ int main(int argc, char** argv) {
   app.footer(fmt::format(
       "Usage of the subcommands (moka SUBCOMMAND --help describes each):\n"
       "  moka run PLAN.json [--fetch NAME,...] [--exception-timeout SECONDS] [--shared-workspace]\n"
-      "           [--fibers | --threads]\n"
+      "           [--fibers | --threads] [--trace FILE [--trace-level steps|nets|ops]]\n"
       "  moka check FILE.json            (a plan, a TaskGroup or a job)\n"
       "  moka ops [TYPE]\n"
       "  moka job run JOB.json (--checkpoint-dir DIR | --no-checkpoints)\n"
       "               [--db-type minidb|leveldb|lmdb] [--resume latest|N] [--start-over] [--accept-changed-job]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
       "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
+      "               [--trace FILE [--trace-level steps|nets|ops]]\n"
       "  moka plan show FILE.json [--no-operators]\n"
       "  moka plan dot FILE.json [--svg OUT.svg]\n"
       "  moka checkpoint ls DIR [--keep-last N [--keep-every K]] [--no-verify] [--json]\n"
@@ -530,6 +565,16 @@ int main(int argc, char** argv) {
       "\"NaN\", \"Infinity\", \"-Infinity\"; a blob that holds no tensor prints as {\"type\": NAME}.\n"
       "Exit codes: 0 success, 1 failure while running (a --fetch name missing after the run included), "
       "2 invalid input, 130 interrupted (SIGINT/SIGTERM).");
+
+  TraceArgs trace_args;
+  const auto add_trace_options = [&trace_args](CLI::App* cmd) {
+    cmd->add_option("--trace", trace_args.path,
+                    "Write a timeline of the run (Chrome trace JSON, opens in Perfetto) to FILE; default $MOKA_TRACE");
+    cmd->add_option("--trace-level", trace_args.level,
+                    "What the trace records: steps (default), nets, ops; default $MOKA_TRACE_LEVEL")
+        ->check(CLI::IsMember({"off", "steps", "nets", "ops"}));
+  };
+  add_trace_options(run);
 
   auto* job = app.add_subcommand("job", "Jobs: epochs with checkpoints (see docs/jobs.md)");
   job->require_subcommand(1);
@@ -591,6 +636,7 @@ int main(int argc, char** argv) {
                         "docs/sessions.md)");
   job_run->add_flag("--threads", job_args.threads, "Run each node's tasks on worker threads, even on one CPU")
       ->excludes(job_fibers);
+  add_trace_options(job_run);
   job_run->footer(
       "Output: one line per epoch (epoch, seconds, checkpoint size and seconds), then \"finished after epoch N\" "
       "and one JSON object with the outputs of download_group and exit_group and the --fetch blobs.\n"
@@ -668,10 +714,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*run) return cmd_run(run_path, fetch, exception_timeout, shared_workspace, concurrency_of(fibers, threads));
+    // Written when the command returns, or while an error unwinds to the handlers below.
+    moka::trace_environment_handled();  // MOKA_TRACE is read here, to name one file per rank
+    std::optional<moka::ScopedTrace> trace;
+    if (*run || *job_run) {
+      moka::TraceOptions options = trace_options(trace_args, moka::launched_by_mpi());
+      if (options.level != moka::TraceLevel::off) {
+        moka::trace_set_thread_name("main");
+        trace.emplace(std::move(options));
+      }
+    }
+    if (*run || *job_run) {
+      const int code =
+          *run ? cmd_run(run_path, fetch, exception_timeout, shared_workspace, concurrency_of(fibers, threads))
+               : cmd_job_run(job_args);
+      if (trace) (void)trace->finish();  // a trace that cannot be written fails the command
+      return code;
+    }
     if (*check) return cmd_check(check_path);
     if (*ops) return cmd_ops(op_type);
-    if (*job_run) return cmd_job_run(job_args);
     if (*checkpoint.group) return moka_cli::run_checkpoint_command(checkpoint);
     if (*plan.group) return moka_cli::run_plan_command(plan);
   } catch (const moka::InvalidInput& e) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "moka/core/net_base.h"
+#include "moka/core/trace.h"
 #include "moka/core/workspace.h"
 #include "moka/defs/operator_def.h"
 #include "moka/operators/operator.h"
@@ -29,7 +30,12 @@ class SimpleNet final : public NetBase {
   ~SimpleNet() override;
 
   const std::string& name() const override { return def_.name; }
-  void run() override { run_ops(); }
+  void run() override {
+    if (trace_enabled(TraceLevel::nets)) [[unlikely]]
+      run_ops_traced();
+    else
+      run_ops();
+  }
   /// run() without the virtual call, for the executor's loop over a step's nets: the operator loop
   /// is inlined there, and the error paths stay out of line (a few ns per net in a pipe's per-batch
   /// path, where a batch runs nine one- or two-operator nets).
@@ -45,6 +51,8 @@ class SimpleNet final : public NetBase {
       if (!ok) op_failed(i);
     }
   }
+  /// run_ops() recording a trace span for the net (TraceLevel::nets) and, at TraceLevel::ops, one per operator.
+  void run_ops_traced();
   void cancel() override;
 
   const NetDef& def() const { return def_; }
@@ -57,6 +65,7 @@ class SimpleNet final : public NetBase {
   [[noreturn, gnu::cold, gnu::noinline]] void rethrow_in_context(std::size_t i);
   NetDef def_;
   std::vector<std::unique_ptr<OperatorBase>> ops_;
+  std::vector<uint32_t> trace_names_;  // the net's, then each operator's (filled by the first traced run)
 };
 
 /// Instantiates def in ws and registers it under def.name (InvalidInput when a net of that name

@@ -180,7 +180,12 @@ class BlobsQueue {
   bool wait_turn(Ready ready, bool timed, std::chrono::steady_clock::time_point deadline, bool& spun,
                  std::condition_variable& cv, std::atomic<int>& waiting);
 
+  // The trace's names of this queue's waits ("put <name>", "take <name>"), looked up when first traced.
+  uint32_t trace_wait_name(bool put);
+
   std::string name_;
+  std::atomic<uint32_t> trace_put_name_{UINT32_MAX};
+  std::atomic<uint32_t> trace_take_name_{UINT32_MAX};
   uint64_t capacity_;
   uint64_t index_mask_ = 0;  // capacity_ - 1 when capacity_ is a power of two (and > 1), else 0
   std::size_t num_blobs_;

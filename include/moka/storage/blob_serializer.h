@@ -38,6 +38,7 @@ inline constexpr int64_t kDefaultTensorChunkElements = 1'000'000;
 inline constexpr std::string_view kTensorTypeName = "moka.Tensor";
 inline constexpr std::string_view kCounterTypeName = "moka.Counter";
 inline constexpr std::string_view kTreeCursorTypeName = "moka.TreeCursor";
+inline constexpr std::string_view kTextFileReaderTypeName = "moka.TextFileReaderInstance";
 
 /// @brief Where serialized bytes go (a string, a file, a DB value being built).
 ///
