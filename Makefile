@@ -6,8 +6,8 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 600
 BUILD_ROOT ?= build
-DEMO_PLAN ?= examples/plans/demo.json
-DEMO_FETCH ?= total,count
+DEMO_DIR ?= $(BUILD_ROOT)/demo
+DEMO_ROWS ?= 1000000
 FUZZ_TARGETS := plan_json blob_reader minidb job_files
 CRASH_TRIALS ?= 60
 MPI_CRASH_TRIALS ?= 50
@@ -28,7 +28,7 @@ test_preset = ctest --preset $(1) --test-dir $(BUILD_ROOT)/$(1) -j $(JOBS)
 all: build
 
 help:
-	@echo "make demo    install packages, build the CLI, run $(DEMO_PLAN)"
+	@echo "make demo    install packages, build, run the flagship job (docs/demo.md) into $(DEMO_DIR)"
 	@echo "make test    install packages, release build, run the test suite"
 	@echo "make test-one-cpu  release build, then the test suite pinned to one CPU (concurrent steps run as fibers)"
 	@echo "make build   release build only"
@@ -45,10 +45,17 @@ help:
 bootstrap:
 	bash scripts/bootstrap
 
+# The flagship job (docs/demo.md): generated data, a reader node and two trainer nodes, SGD with Allreduce,
+# a checkpoint per epoch and a trace; then the fit beside the truth.
 demo: bootstrap
 	$(call configure,release)
-	$(call build_preset,release,moka_cli)
-	$(RELEASE_DIR)/moka run $(DEMO_PLAN) --fetch $(DEMO_FETCH)
+	$(call build_preset,release,moka_cli moka_sgd_demo)
+	$(RELEASE_DIR)/examples/moka_sgd_demo --dir $(DEMO_DIR) --rows $(DEMO_ROWS)
+	$(RELEASE_DIR)/moka job run $(DEMO_DIR)/sgd_job.json --checkpoint-dir $(DEMO_DIR)/checkpoints --start-over \
+	  --trace $(DEMO_DIR)/trace.json > $(DEMO_DIR)/run.log || { cat $(DEMO_DIR)/run.log; exit 1; }
+	@cut -c1-160 $(DEMO_DIR)/run.log
+	$(RELEASE_DIR)/examples/moka_sgd_demo --summary $(DEMO_DIR)/run.log
+	@echo "trace: $(DEMO_DIR)/trace.json (open it in https://ui.perfetto.dev); checkpoints: $(RELEASE_DIR)/moka checkpoint ls $(DEMO_DIR)/checkpoints"
 
 build: bootstrap
 	$(call configure,release)

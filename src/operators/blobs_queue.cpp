@@ -14,6 +14,7 @@
 #include "core/spin_wait.h"
 #include "moka/core/error.h"
 #include "moka/core/trace.h"
+#include "operators/trace_counters.h"
 
 namespace moka {
 
@@ -74,9 +75,11 @@ BlobsQueue::BlobsQueue(std::string name, int64_t capacity, int64_t num_blobs, st
     Blob* b = slot_blobs(k);
     for (std::size_t j = 0; j < num_blobs_; ++j) new (b + j) Blob();
   }
+  detail::trace_queue_created(this);  // its depth is a trace counter while it lives
 }
 
 BlobsQueue::~BlobsQueue() {
+  detail::trace_queue_destroyed(this);
   close();
   for (uint64_t k = 0; k < capacity_; ++k) {
     Blob* b = slot_blobs(k);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "moka/operators/registry.h"
+#include "operators/trace_counters.h"
 
 namespace moka::detail {
 
@@ -25,6 +26,7 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_queue_ops(reg);
   register_queue_link_ops(reg);
   register_collective_ops(reg);
+  register_trace_counters();  // queue depths and pipe rates in timeline traces
   // The others wait only in BlobsQueue reads and writes and in collectives, which yield inside a fiber.
   for (const std::string& type : reg.types())
     if (std::find(callable.begin(), callable.end(), type) == callable.end()) reg.mark_fiber_safe(type);

@@ -116,6 +116,8 @@ void check_arg_type(const Argument& a, ArgType type) {
       if (a.i && (*a.i == 0 || *a.i == 1)) return;
       bad_arg(a, type, a.i ? fmt::format("got i = {}", *a.i) : got);
     case ArgType::Float:
+      if (a.f || a.i) return;
+      bad_arg(a, type, got);
     case ArgType::Number:
       if (a.f || a.i || a.s) return;
       bad_arg(a, type, got);

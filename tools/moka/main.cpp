@@ -21,8 +21,11 @@
 #include <thread>
 #include <variant>
 
+#include <unistd.h>
+
 #include "blob_json.h"
 #include "checkpoint_commands.h"
+#include "log.h"
 #include "moka/defs/json.h"
 #include "moka/exec/control_ops.h"
 #include "moka/exec/register_operators.h"
@@ -30,6 +33,7 @@
 #include "moka/moka.h"
 #include "moka/mpi/mpi_session.h"
 #include "plan_commands.h"
+#include "progress.h"
 
 namespace {
 
@@ -154,10 +158,10 @@ moka::Concurrency concurrency_of(bool fibers, bool threads) {
 // Under mpirun (or srun) only rank 0 prints: results, and error lines (every rank has the same error).
 bool g_quiet_rank = false;
 
-// One line of a command's output on stdout (only rank 0's under mpirun), flushed.
-void say(const std::string& line) {
-  if (!g_quiet_rank) std::cout << line << std::endl;
-}
+// One line of a command's output on stdout (only rank 0's under mpirun), flushed: at info level, through the
+// one logger (log.h), which keeps it clear of the progress line.
+void say(const std::string& line) { moka_cli::log_line(moka_cli::LogLevel::info, line); }
+void warn(const std::string& line) { moka_cli::log_line(moka_cli::LogLevel::warn, line); }
 
 // The rank and size an MPI launcher gave this process (from its environment; 0 and 1 without one).
 int launcher_env(std::initializer_list<const char*> vars, int fallback) {
@@ -294,18 +298,10 @@ struct JobRunArgs {
   double exception_timeout_s = 60;
   bool fibers = false;
   bool threads = false;
+  bool progress = true;   // --no-progress: no live status line even on a terminal
+  bool quiet = false;     // --quiet: only the result and errors
+  std::string log_level;  // --log-level error|warn|info|debug (default info)
 };
-
-// A byte count for the progress line: "512 B", "7.9 KiB", "8.0 MiB", "1.2 GiB" (a small checkpoint
-// is not "0.0 MiB").
-std::string byte_size(uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes) / 1024;
-  std::size_t u = 0;
-  for (; v >= 1024 && u + 1 < std::size(units); ++u) v /= 1024;
-  return fmt::format("{:.1f} {}", v, units[u]);
-}
 
 int cmd_job_run(const JobRunArgs& args) {
   const std::vector<std::string> fetch = split_names(args.fetch);
@@ -331,12 +327,16 @@ int cmd_job_run(const JobRunArgs& args) {
   options.run.cancel = std::make_shared<moka::CancelToken>();
   options.run.exception_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.exception_timeout_s * 1000));
   options.run.concurrency = concurrency_of(args.fibers, args.threads);
-  options.on_epoch = [](const moka::EpochReport& r) {
+  // On a terminal, a live status line on stderr (epoch, time, pipe rates, queue depths, last checkpoint).
+  moka_cli::ProgressLine progress(args.progress && !g_quiet_rank && moka_cli::log_level() >= moka_cli::LogLevel::info &&
+                                  ::isatty(STDERR_FILENO) == 1);
+  options.on_epoch = [&progress](const moka::EpochReport& r) {
+    progress.epoch_done(r.epoch, r.stop, r.checkpointed ? r.checkpoint_bytes : 0, r.checkpoint_seconds);
     std::string line =
         r.epoch == 0 ? std::string("epoch 0 (init)") : fmt::format("epoch {}: {:.3f} s", r.epoch, r.seconds);
     if (r.checkpointed) {
-      line += fmt::format(", checkpoint {} in {:.3f} s{}", byte_size(r.checkpoint_bytes), r.checkpoint_seconds,
-                          r.background ? " (snapshot; written in the background)" : "");
+      line += fmt::format(", checkpoint {} in {:.3f} s{}", moka_cli::byte_size(r.checkpoint_bytes),
+                          r.checkpoint_seconds, r.background ? " (snapshot; written in the background)" : "");
     }
     if (r.stop) line += ", stop";
     say(line);
@@ -354,7 +354,7 @@ int cmd_job_run(const JobRunArgs& args) {
   options.on_resume = [&](const moka::ResumeChoice& choice) {
     resume_chosen = true;
     for (const auto& [epoch, why] : choice.skipped)
-      say(fmt::format("skipping checkpoint epoch {}: {}", epoch, one_line(why)));
+      warn(fmt::format("skipping checkpoint epoch {}: {}", epoch, one_line(why)));
     if (choice.epoch)
       say(fmt::format("resuming from epoch {}", *choice.epoch));
     else
@@ -395,7 +395,7 @@ int cmd_job_run(const JobRunArgs& args) {
       throw moka::InvalidInput(fmt::format("--resume {}: {}", *options.resume_from_epoch, e.what()));
     throw;
   }
-  for (const auto& e : result.save_errors) say("checkpoint save failed (tolerated): " + one_line(e));
+  for (const auto& e : result.save_errors) warn("checkpoint save failed (tolerated): " + one_line(e));
   if (!result.removed_temporaries.empty())
     say(fmt::format("removed {} temporary file(s) an interrupted run left in {}", result.removed_temporaries.size(),
                     options.checkpoint_dir));
@@ -445,7 +445,7 @@ int cmd_job_run(const JobRunArgs& args) {
     out[name] = value_of(node, name);
   }
   say(fmt::format("finished after epoch {}", result.last_epoch));
-  say(out.dump());
+  moka_cli::result_line(out.dump());
   return 0;
 }
 
@@ -513,7 +513,7 @@ int main(int argc, char** argv) {
       "               [--db-type minidb|leveldb|lmdb] [--resume latest|N] [--start-over] [--accept-changed-job]\n"
       "               [--keep-last N [--keep-every K]] [--background-save] [--tolerate-save-failures]\n"
       "               [--fetch NAME,...] [--exception-timeout SECONDS] [--fibers | --threads]\n"
-      "               [--trace FILE [--trace-level steps|nets|ops]]\n"
+      "               [--trace FILE [--trace-level steps|nets|ops]] [--quiet | --log-level LEVEL] [--no-progress]\n"
       "  moka plan show FILE.json [--no-operators]\n"
       "  moka plan dot FILE.json [--svg OUT.svg]\n"
       "  moka checkpoint ls DIR [--keep-last N [--keep-every K]] [--no-verify] [--json]\n"
@@ -634,6 +634,12 @@ int main(int argc, char** argv) {
                         "Run each node's tasks as fibers taking turns on one thread where every operator allows it "
                         "(default: so where this process can use only one CPU, else each on a worker thread; "
                         "docs/sessions.md)");
+  job_run->add_flag("--quiet", job_args.quiet, "Print only the result (the JSON of outputs) and errors");
+  job_run->add_option("--log-level", job_args.log_level, "What to print: error, warn, info (default: epochs), debug")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+  job_run->add_flag(
+      "--no-progress", [&job_args](int64_t) { job_args.progress = false; },
+      "No live status line on a terminal (one line per epoch only)");
   job_run->add_flag("--threads", job_args.threads, "Run each node's tasks on worker threads, even on one CPU")
       ->excludes(job_fibers);
   add_trace_options(job_run);
@@ -708,6 +714,13 @@ int main(int argc, char** argv) {
   }
 
   g_quiet_rank = launcher_rank() != 0;
+  moka_cli::set_quiet_rank(g_quiet_rank);
+  if (*job_run) {
+    moka_cli::LogLevel level = moka_cli::LogLevel::info;
+    if (!job_args.log_level.empty()) moka_cli::parse_log_level(job_args.log_level, level);
+    if (job_args.quiet) level = moka_cli::LogLevel::error;
+    moka_cli::set_log_level(level);
+  }
   if (*job_run && !*checkpoint_dir && !*no_checkpoints) {
     if (!g_quiet_rank)
       std::cerr << "moka: --checkpoint-dir is required (or --no-checkpoints to run without) (see moka --help)\n";

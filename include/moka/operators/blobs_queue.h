@@ -213,4 +213,14 @@ class BlobsQueue {
 /// What a queue blob holds: operators share the queue through it (CreateBlobsQueue's output).
 using BlobsQueuePtr = std::shared_ptr<BlobsQueue>;
 
+/// A live queue: its name, the records it holds and its capacity.
+struct QueueDepth {
+  std::string name{};
+  int64_t depth = 0;
+  int64_t capacity = 0;
+};
+/// @brief Every BlobsQueue alive in this process now, in no particular order (progress displays and trace
+/// counters read it). Thread-safety: any thread.
+std::vector<QueueDepth> live_queue_depths();
+
 }  // namespace moka

@@ -41,6 +41,8 @@ struct MokaSignal {
   bool on_stderr = false;
   int signal = SIGINT;
   std::chrono::milliseconds delay{0};
+  /// When not empty: send the signal once stdout contains this text instead (after `delay`).
+  std::string on_stdout{};
 };
 
 inline std::string slurp(const std::filesystem::path& path) {
@@ -53,9 +55,11 @@ inline std::string slurp(const std::filesystem::path& path) {
 /// Runs the moka CLI (moka::testing::cli_path()) with `args` (stdin /dev/null, stdout and stderr
 /// into the two files). A run that takes longer than `timeout` is killed (timed_out, and a test
 /// failure).
-inline MokaResult spawn_moka(const std::vector<std::string>& args, const std::filesystem::path& out_path,
-                             const std::filesystem::path& err_path, std::chrono::seconds timeout,
-                             const MokaSignal& sig = {}) {
+/// Starts the moka CLI with `args`, stdin /dev/null and stdout into out_path; stderr into err_path, or, when
+/// err_fd >= 0, onto that descriptor (a pseudo-terminal); `close_fd` (>= 0) is closed in the child. Returns the pid,
+/// 0 (and a test failure) when it cannot start.
+inline pid_t start_moka(const std::vector<std::string>& args, const std::filesystem::path& out_path,
+                        const std::filesystem::path& err_path, int err_fd = -1, int close_fd = -1) {
   std::vector<std::string> argv_s{moka::testing::cli_path()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -65,22 +69,36 @@ inline MokaResult spawn_moka(const std::vector<std::string>& args, const std::fi
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (err_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  else
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (close_fd >= 0) posix_spawn_file_actions_addclose(&actions, close_fd);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, moka::testing::cli_path(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  MokaResult r;
   if (rc != 0) {
     ADD_FAILURE() << "posix_spawn(" << moka::testing::cli_path() << ") failed: " << std::strerror(rc);
-    return r;
+    return 0;
   }
+  return pid;
+}
+
+inline MokaResult spawn_moka(const std::vector<std::string>& args, const std::filesystem::path& out_path,
+                             const std::filesystem::path& err_path, std::chrono::seconds timeout,
+                             const MokaSignal& sig = {}) {
+  MokaResult r;
+  const pid_t pid = start_moka(args, out_path, err_path);
+  if (pid == 0) return r;
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   std::optional<Clock::time_point> signalled;
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) != pid) {
     std::error_code ec;
-    if (sig.on_stderr && !signalled && std::filesystem::file_size(err_path, ec) > 0 && !ec) {
+    const bool stdout_ready =
+        !sig.on_stdout.empty() && !signalled && slurp(out_path).find(sig.on_stdout) != std::string::npos;
+    if ((stdout_ready || (sig.on_stderr && !signalled && std::filesystem::file_size(err_path, ec) > 0 && !ec))) {
       std::this_thread::sleep_for(sig.delay);
       signalled = Clock::now();
       ::kill(pid, sig.signal);

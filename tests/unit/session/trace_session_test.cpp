@@ -92,6 +92,21 @@ TEST(TraceSession, WaitsOnAFullQueueAreSpans) {
   EXPECT_TRUE(waited) << "no wait span";
 }
 
+TEST(TraceSession, QueueDepthsAndPipeRatesAreCounters) {
+  LocalSession session;
+  CrossNodeFeed feed({.trainers = 2, .records = 20000, .batch = 2, .capacity = 4});
+  feed.set_up(session);
+  testing::TempDir dir;
+  {
+    ScopedTrace trace({.path = dir / "counters.json", .sample_period = std::chrono::milliseconds(1)});
+    feed.feed(session);
+    feed.feed(session);
+  }
+  const testing::TraceContents t = testing::check_trace(dir / "counters.json");
+  EXPECT_TRUE(t.counter_names.contains("queue depth")) << ::testing::PrintToString(t.counter_names);
+  EXPECT_TRUE(t.counter_names.contains("pipe batches/s")) << ::testing::PrintToString(t.counter_names);
+}
+
 TEST(TraceSession, NothingIsRecordedWhenOff) {
   LocalSession session;
   CrossNodeFeed feed({.trainers = 1, .records = 40, .batch = 4, .capacity = 2});
