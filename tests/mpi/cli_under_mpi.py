@@ -1,7 +1,7 @@
 """`moka run` under mpirun (docs/distributed.md, docs/cli.md): each node on its rank, --fetch from the rank
 that hosts the blob, the result and error lines printed once (by rank 0), the same exit code as without
 MPI, `moka job run` across ranks (with and without checkpoints; a resume after a damaged file on one rank),
-and SIGINT stopping every rank.
+a trace per rank (--trace, docs/tracing.md), and SIGINT stopping every rank.
 Usage: cli_under_mpi.py MOKA_CLI SOURCE_DIR MPIRUN [MPIRUN_ARGS...]"""
 import json
 import os
@@ -114,6 +114,28 @@ with tempfile.TemporaryDirectory() as tmp:
                                                       "arg": [{"name": "shape", "ints": []}]}]}],
             "execution_step": [{"name": n + "_loop", "network": [n + "_net"], "num_iter": 10 ** 15}]}}
             for n in ("a", "b")]}, f)
+    # --trace under mpirun: one file per rank, FILE with .rank<r> before its extension, each a complete trace of
+    # its own rank's nodes (process "rank r", pids from r * 1000), every span closed.
+    trace = os.path.join(tmp, "trace.json")
+    r = run(["job", "run", job, "--no-checkpoints", "--trace", trace], 2)
+    check(r.returncode == 0, f"job run --trace, 2 ranks: exit {r.returncode}: {r.stderr}")
+    check(not os.path.exists(trace), "job run --trace, 2 ranks: an unsuffixed trace file was written")
+    for rank in (0, 1):
+        path = os.path.join(tmp, f"trace.rank{rank}.json")
+        try:
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        except (OSError, ValueError) as e:
+            check(False, f"trace of rank {rank}: {e}")
+            continue
+        names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+        check(f"rank {rank}" in names, f"trace of rank {rank}: process names {names}")
+        spans = [e for e in events if e["ph"] == "X"]
+        check(spans and all("dur" in e and e["dur"] >= 0 for e in spans), f"trace of rank {rank}: open spans")
+        check(all(rank * 1000 <= e["pid"] < (rank + 1) * 1000 for e in spans), f"trace of rank {rank}: pids")
+        check(any(e["cat"] == "epoch" for e in spans), f"trace of rank {rank}: no epoch span")
+        check(any(e["cat"] == "step" for e in spans), f"trace of rank {rank}: no step span")
+
     p = subprocess.Popen(mpirun + ["-np", "2", moka, "run", forever], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     time.sleep(2.0)
