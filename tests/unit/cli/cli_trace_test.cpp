@@ -3,18 +3,30 @@
 // cannot be written fails the command naming the file.
 #include <cstdlib>
 
+#include "../../../examples/demo/sgd_job.h"
 #include "support/trace_check.h"
 #include "unit/cli/cli_fixture.h"
 
 namespace moka_cli_test {
 namespace {
 
-const std::string kCountingJob = std::string(moka::testing::source_dir()) + "/examples/jobs/counting.json";
+// The flagship job on 4000 rows: 3 epochs of a reader node and two trainer nodes, quick under the sanitizers too.
+std::string small_sgd_job(const fs::path& dir) {
+  moka::demo::SgdConfig c;
+  c.dir = dir.string();
+  c.rows = 4000;
+  c.batch = 100;
+  c.batches_per_epoch = 7;  // 20 batches a shard: epochs of 7, 7 and 6
+  fs::create_directories(c.dir);
+  moka::demo::generate_shards(c);
+  return moka::demo::write_job(c);
+}
 
 TEST_F(Cli, JobRunTraceHasEpochsCheckpointsAndNodes) {
+  const std::string job = small_sgd_job(dir_ / "data");
   const std::string trace = (dir_ / "job.json").string();
   const CliResult r =
-      run({"job", "run", kCountingJob, "--checkpoint-dir", (dir_ / "ck").string(), "--trace", trace, "--threads"});
+      run({"job", "run", job, "--checkpoint-dir", (dir_ / "ck").string(), "--trace", trace, "--threads"});
   ASSERT_EQ(r.code, 0) << r.err;
   const moka::testing::TraceContents t = moka::testing::check_trace(trace);
   EXPECT_GT(t.spans_by_category.count("epoch"), 0u);
@@ -25,14 +37,14 @@ TEST_F(Cli, JobRunTraceHasEpochsCheckpointsAndNodes) {
   EXPECT_TRUE(t.span_names.contains("commit epoch 1"));
   EXPECT_TRUE(t.thread_names.contains("main"));
   const bool node = std::any_of(t.process_names.begin(), t.process_names.end(),
-                                [](const std::string& n) { return n.rfind("node trainer (", 0) == 0; });
+                                [](const std::string& n) { return n.rfind("node trainer_0 (", 0) == 0; });
   EXPECT_TRUE(node) << ::testing::PrintToString(t.process_names);
   // Resuming records the load.
-  const CliResult again = run(
-      {"job", "run", kCountingJob, "--checkpoint-dir", (dir_ / "ck").string(), "--resume", "latest", "--trace", trace});
+  const CliResult again =
+      run({"job", "run", job, "--checkpoint-dir", (dir_ / "ck").string(), "--resume", "latest", "--trace", trace});
   ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_TRUE(std::any_of(moka::testing::check_trace(trace).span_names.begin(),
-                          moka::testing::check_trace(trace).span_names.end(),
+  const moka::testing::TraceContents resumed = moka::testing::check_trace(trace);
+  EXPECT_TRUE(std::any_of(resumed.span_names.begin(), resumed.span_names.end(),
                           [](const std::string& n) { return n.rfind("load epoch ", 0) == 0; }));
 }
 
