@@ -61,9 +61,9 @@ class OperatorCounters final : public TraceCounterSource {
 }  // namespace
 
 void register_trace_counters() {
-  static OperatorCounters* source = new OperatorCounters();
-  static TraceCounterRegistration* registration = new TraceCounterRegistration(source);
-  (void)registration;
+  // Destroyed at exit in reverse order: the registration (which waits for a sample in progress) first.
+  static OperatorCounters source;
+  static TraceCounterRegistration registration(&source);
 }
 
 void trace_queue_created(const BlobsQueue* queue) {
