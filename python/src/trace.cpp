@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "moka/core/trace.h"
+#include "moka/exec/trace_file.h"
 
 namespace moka::python {
 

@@ -16,8 +16,8 @@
 #include "exec/reporter.h"
 #include "exec/usable_cpus.h"
 #include "moka/core/error.h"
-#include "moka/core/trace.h"
 #include "moka/exec/prepared_plan.h"
+#include "moka/exec/trace_file.h"
 #include "moka/exec/worker_pool.h"
 
 namespace moka {

@@ -94,6 +94,40 @@ std::size_t BlobsQueue::size() const noexcept {
   return static_cast<std::size_t>(std::min(w - r, capacity_));
 }
 
+QueueStats BlobsQueue::stats() const noexcept {
+  QueueStats st;
+  try {
+    st.name = name_;
+  } catch (...) {  // no memory for the name: the figures still count
+  }
+  st.depth = static_cast<int64_t>(size());
+  st.capacity = capacity();
+  st.takes = static_cast<int64_t>(read_pos_.load(std::memory_order_relaxed));
+  st.puts = static_cast<int64_t>(write_pos_.load(std::memory_order_relaxed) & ~kClosedBit);
+  st.put_blocked_ns = put_blocked_ns_.load(std::memory_order_relaxed);
+  st.take_blocked_ns = take_blocked_ns_.load(std::memory_order_relaxed);
+  return st;
+}
+
+namespace {
+// Adds the time from construction to destruction to a queue's blocked-time total (slow paths only).
+class BlockedTime {
+ public:
+  explicit BlockedTime(std::atomic<int64_t>& total) : total_(total), begin_(std::chrono::steady_clock::now()) {}
+  ~BlockedTime() {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count();
+    total_.fetch_add(static_cast<int64_t>(ns), std::memory_order_relaxed);
+  }
+  BlockedTime(const BlockedTime&) = delete;
+  BlockedTime& operator=(const BlockedTime&) = delete;
+
+ private:
+  std::atomic<int64_t>& total_;
+  std::chrono::steady_clock::time_point begin_;
+};
+}  // namespace
+
 void BlobsQueue::throw_bad_count(std::size_t n, const char* what) const {
   throw InvalidInput(fmt::format("BlobsQueue \"{}\": {} of {} blobs, but the queue holds records of {} blobs", name_,
                                  what, n, num_blobs_));
@@ -289,6 +323,7 @@ uint32_t BlobsQueue::trace_wait_name(bool put) {
 [[gnu::noinline]] QueueResult BlobsQueue::put_waiting(std::span<Blob* const> inputs, double timeout_secs) {
   // The time blocked on a full queue (docs/tracing.md).
   TraceSpan span(TraceCategory::wait, trace_enabled() ? trace_wait_name(true) : 0);
+  const BlockedTime blocked(put_blocked_ns_);  // the queue's stats (docs/queues.md §6)
   const bool timed = timeout_secs > 0;
   const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;
@@ -306,6 +341,7 @@ uint32_t BlobsQueue::trace_wait_name(bool put) {
 
 [[gnu::noinline]] QueueResult BlobsQueue::read_waiting(std::span<Blob* const> outputs, double timeout_secs) {
   TraceSpan span(TraceCategory::wait, trace_enabled() ? trace_wait_name(false) : 0);  // blocked on an empty queue
+  const BlockedTime blocked(take_blocked_ns_);
   const bool timed = timeout_secs > 0;
   const auto deadline = timed ? deadline_after(timeout_secs) : std::chrono::steady_clock::time_point{};
   bool spun = false;

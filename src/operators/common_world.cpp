@@ -10,6 +10,7 @@
 #include "moka/core/blocking.h"
 #include "moka/core/error.h"
 #include "moka/operators/collectives.h"
+#include "moka/operators/peer_finished.h"
 
 namespace moka {
 
@@ -251,7 +252,7 @@ void CommonWorld::member_finished(int member) {
 }
 
 void CommonWorld::throw_finished(int member, const Call& call) const {
-  throw InvalidInput(fmt::format(
+  throw PeerFinished(fmt::format(
       "common world \"{}\": node \"{}\" calls {}, but node \"{}\" finished its share of the run without making "
       "it; every node must make the same collectives in the same order",
       name_, nodes_[member], describe_call(static_cast<int32_t>(call.kind), call.param), nodes_[finished_]));

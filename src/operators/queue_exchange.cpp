@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "moka/core/error.h"
+#include "moka/operators/peer_finished.h"
 
 namespace moka {
 
@@ -59,7 +60,7 @@ BlobsQueuePtr QueueExchange::connect(const QueueConnection& c, const std::atomic
   while (!exports_.count(key)) {
     if (cancelled.load()) throw Cancelled(fmt::format("ConnectBlobsQueue \"{}\": cancelled", c.name));
     if (std::find(finished_.begin(), finished_.end(), c.owner) != finished_.end())
-      throw InvalidInput(fmt::format(
+      throw PeerFinished(fmt::format(
           "ConnectBlobsQueue \"{}\": node \"{}\" finished its share of the run without exporting the queue node "
           "\"{}\" connects to",
           c.name, c.owner, c.node));

@@ -2,6 +2,7 @@
 #include "moka/operators/stats.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace moka {
 
@@ -75,6 +76,53 @@ std::vector<StatRegistry::Entry> StatRegistry::export_all(bool reset) {
   std::vector<Entry> out;
   out.reserve(stats_.size());
   for (auto& [k, c] : stats_) out.emplace_back(k, reset ? take_all(c) : value_of(c));
+  if (sources_.empty()) return out;
+  const std::size_t own = out.size();
+  for (const StatSource* source : sources_) source->read(out);
+  // Merge the sources' entries into the sorted cells, summing equal keys.
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(own), out.end(),
+            [](const Entry& a, const Entry& b) { return a.first < b.first; });
+  std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(own), out.end(),
+                     [](const Entry& a, const Entry& b) { return a.first < b.first; });
+  std::vector<Entry> merged;
+  merged.reserve(out.size());
+  for (auto& e : out) {
+    if (!merged.empty() && merged.back().first == e.first)
+      merged.back().second = wrapping_add(merged.back().second, e.second);
+    else
+      merged.push_back(std::move(e));
+  }
+  return merged;
+}
+
+void StatRegistry::add_source(const StatSource* source) {
+  std::lock_guard lk(mu_);
+  sources_.push_back(source);
+}
+
+void StatRegistry::remove_source(const StatSource* source) {
+  std::lock_guard lk(mu_);
+  std::erase(sources_, source);
+}
+
+std::vector<PipeBatches> pipe_batches(const std::vector<StatRegistry::Entry>& stats) {
+  constexpr std::string_view kPipeMark = "/pipe/";
+  constexpr std::string_view kCountSuffix = "/count";
+  std::vector<PipeBatches> out;
+  for (const auto& [key, value] : stats) {
+    const std::size_t mark = key.find(kPipeMark);
+    // The name comes between the mark and the suffix: "a/pipe/count" is no pipe.
+    if (mark == std::string::npos || !key.ends_with(kCountSuffix) ||
+        key.size() - kCountSuffix.size() <= mark + kPipeMark.size())
+      continue;
+    PipeBatches p;
+    p.pipe = key.substr(0, key.size() - kCountSuffix.size());
+    const std::size_t at = mark + kPipeMark.size();
+    const std::size_t end = p.pipe.find('/', at);
+    p.label = key.substr(0, mark) + "/" + p.pipe.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    p.batches = value;
+    out.push_back(std::move(p));
+  }
   return out;
 }
 

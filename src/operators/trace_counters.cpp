@@ -1,4 +1,5 @@
-// The operators layer's trace counters: queue depths from the live BlobsQueues, pipe batches/s from the stat registry.
+// The live BlobsQueues, and what is read from them: trace counters (queue depths, pipe batches/s from the stat
+// registry) and the queues' stats in the stat registry (docs/queues.md §6).
 #include "operators/trace_counters.h"
 
 #include <chrono>
@@ -6,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "moka/core/trace.h"
@@ -26,30 +28,18 @@ Queues& queues() {
 
 namespace {
 
-// The pipes' timers publish "<node>/pipe/<name>/<input>/<output>/count" once per batch (docs/pipelines.md §5.1).
-constexpr std::string_view kPipeMark = "/pipe/";
-constexpr std::string_view kCountSuffix = "/count";
-
 class OperatorCounters final : public TraceCounterSource {
  public:
   void sample(std::vector<Sample>& out) override {
-    {
-      std::lock_guard lk(queues().mu);
-      for (const BlobsQueue* q : queues().live)
-        out.push_back({"queue depth", q->name(), static_cast<double>(q->size())});
-    }
+    for (const QueueStats& q : live_queue_stats()) out.push_back({"queue depth", q.name, static_cast<double>(q.depth)});
     const auto now = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
-    for (const auto& [key, value] : StatRegistry::global().export_all(/*reset=*/false)) {
-      if (key.find(kPipeMark) == std::string::npos || key.size() <= kCountSuffix.size() ||
-          key.compare(key.size() - kCountSuffix.size(), kCountSuffix.size(), kCountSuffix) != 0)
-        continue;
-      const std::string pipe = key.substr(0, key.size() - kCountSuffix.size());
-      auto [it, fresh] = last_counts_.try_emplace(pipe, value);
-      if (!fresh && seconds > 0 && value >= it->second)
-        out.push_back({"pipe batches/s", pipe, static_cast<double>(value - it->second) / seconds});
-      it->second = value;
+    for (const PipeBatches& p : pipe_batches(StatRegistry::global().export_all(/*reset=*/false))) {
+      auto [it, fresh] = last_counts_.try_emplace(p.pipe, p.batches);
+      if (!fresh && seconds > 0 && p.batches >= it->second)
+        out.push_back({"pipe batches/s", p.pipe, static_cast<double>(p.batches - it->second) / seconds});
+      it->second = p.batches;
     }
   }
 
@@ -58,15 +48,46 @@ class OperatorCounters final : public TraceCounterSource {
   std::map<std::string, int64_t> last_counts_;  // sampler thread only
 };
 
+// Every live queue's stats under "queue/<label>/...", summed over queues of one label.
+class QueueStatSource final : public StatSource {
+ public:
+  void read(std::vector<StatRegistry::Entry>& out) const override {
+    for (const QueueStats& q : live_queue_stats()) {
+      const std::string key = "queue/" + q.label + "/";
+      out.emplace_back(key + "depth", q.depth);
+      out.emplace_back(key + "capacity", q.capacity);
+      out.emplace_back(key + "puts", q.puts);
+      out.emplace_back(key + "takes", q.takes);
+      out.emplace_back(key + "put_blocked_ns", q.put_blocked_ns);
+      out.emplace_back(key + "take_blocked_ns", q.take_blocked_ns);
+    }
+  }
+};
+
+// A queue's blob is "<queue>/handler" (the data layer's Queue names it so): the queue's own name reads better.
+std::string queue_label(const std::string& name) {
+  constexpr std::string_view kHandler = "/handler";
+  return name.size() > kHandler.size() && name.ends_with(kHandler) ? name.substr(0, name.size() - kHandler.size())
+                                                                   : name;
+}
+
 }  // namespace
 
 void register_trace_counters() {
   // Destroyed at exit in reverse order: the registration (which waits for a sample in progress) first.
   static OperatorCounters source;
   static TraceCounterRegistration registration(&source);
+  // Never destroyed: the registry exports during static teardown too.
+  static const QueueStatSource* const queue_stats = [] {
+    auto* q = new QueueStatSource();
+    StatRegistry::global().add_source(q);
+    return q;
+  }();
+  (void)queue_stats;
 }
 
 void trace_queue_created(const BlobsQueue* queue) {
+  register_trace_counters();  // a queue's stats are exported wherever queues exist (once per process)
   std::lock_guard lk(queues().mu);
   queues().live.insert(queue);
 }
@@ -80,11 +101,14 @@ void trace_queue_destroyed(const BlobsQueue* queue) noexcept {
 
 namespace moka {
 
-std::vector<QueueDepth> live_queue_depths() {
-  std::vector<QueueDepth> out;
+std::vector<QueueStats> live_queue_stats() {
+  std::vector<QueueStats> out;
   std::lock_guard lk(detail::queues().mu);
-  for (const BlobsQueue* q : detail::queues().live)
-    out.push_back({q->name(), static_cast<int64_t>(q->size()), q->capacity()});
+  out.reserve(detail::queues().live.size());
+  for (const BlobsQueue* q : detail::queues().live) {
+    out.push_back(q->stats());
+    out.back().label = detail::queue_label(out.back().name);
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "moka/core/error.h"
 #include "moka/core/trace.h"
 #include "moka/exec/worker_pool.h"
+#include "moka/operators/peer_finished.h"
 
 namespace moka {
 
@@ -48,6 +49,16 @@ void check_shared_net_names(const TaskGroupDef& group) {
                         "net names must be unique across nodes",
                         it->second, node.node, net.name));
     }
+}
+
+bool is_cancelled(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Cancelled&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -97,6 +108,7 @@ void PreparedTaskGroup::run(const RunOptions& options) {
     std::condition_variable cv;
     std::size_t remaining;
     std::exception_ptr first_error;
+    bool first_is_peer_finished = false;  // a consequence that a later error of another kind replaces
   };
   auto state = std::make_shared<State>();
   state->remaining = group_.nodes.size();
@@ -115,7 +127,14 @@ void PreparedTaskGroup::run(const RunOptions& options) {
       const bool failed = error != nullptr;
       {
         std::lock_guard lk(state->mu);
-        if (error && !state->first_error) state->first_error = std::move(error);
+        // The first error, except that a PeerFinished gives way to another node's error of another kind:
+        // that one is usually why the peer finished early (docs/collectives.md §2).
+        const bool peer_finished = is_peer_finished(error);
+        if (error &&
+            (!state->first_error || (state->first_is_peer_finished && !peer_finished && !is_cancelled(error)))) {
+          state->first_error = std::move(error);
+          state->first_is_peer_finished = peer_finished;
+        }
         error = nullptr;  // released under the lock: the waiter rethrows the same exception object
         if (--state->remaining == 0) state->cv.notify_all();
       }

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "log.h"
@@ -17,23 +20,22 @@ namespace moka_cli {
 
 namespace {
 constexpr auto kRedraw = std::chrono::milliseconds(250);
-constexpr std::string_view kPipeMark = "/pipe/";
-constexpr std::string_view kCountSuffix = "/count";
 
-// "<node>/<name>" of a pipe's timer key "<node>/pipe/<name>/<input>/<output>/count".
-std::string pipe_name(const std::string& key) {
-  const std::size_t mark = key.find(kPipeMark);
-  const std::size_t at = mark + kPipeMark.size();
-  const std::size_t end = key.find('/', at);
-  return key.substr(0, mark) + "/" + key.substr(at, end == std::string::npos ? std::string::npos : end - at);
-}
-
-// A queue's blob is "<queue>/handler" (Queue's naming): the queue's own name reads better.
-std::string queue_label(const std::string& blob) {
-  constexpr std::string_view kHandler = "/handler";
-  if (blob.size() > kHandler.size() && blob.compare(blob.size() - kHandler.size(), kHandler.size(), kHandler) == 0)
-    return blob.substr(0, blob.size() - kHandler.size());
-  return blob;
+// $MOKA_PROGRESS_INTERVAL_MS (1 to 60000) when set, else four times a second; a bad value is named and ignored.
+std::chrono::milliseconds redraw_interval() {
+  const char* text = std::getenv("MOKA_PROGRESS_INTERVAL_MS");
+  if (text == nullptr || *text == '\0') return kRedraw;
+  int64_t ms = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, ms);
+  if (ec != std::errc() || ptr != end || ms < 1 || ms > 60000) {
+    log_line(LogLevel::warn,
+             fmt::format("MOKA_PROGRESS_INTERVAL_MS=\"{}\" is not a number of milliseconds from 1 to 60000; "
+                         "the status line is redrawn every {} ms",
+                         text, kRedraw.count()));
+    return kRedraw;
+  }
+  return std::chrono::milliseconds(ms);
 }
 }  // namespace
 
@@ -48,6 +50,7 @@ std::string byte_size(uint64_t bytes) {
 
 ProgressLine::ProgressLine(bool enabled) : enabled_(enabled) {
   if (!enabled_) return;
+  interval_ = redraw_interval();
   set_live_line(
       [this] {
         if (drawn_) std::fputs("\r\033[K", stderr);
@@ -85,23 +88,20 @@ std::string ProgressLine::status() {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lk(mu_);
   const double since = std::chrono::duration<double>(now - last_sample_).count();
-  if (since >= 0.2) {  // pipe rates over the last sample period
-    for (const auto& [key, value] : moka::StatRegistry::global().export_all(/*reset=*/false)) {
-      if (key.find(kPipeMark) == std::string::npos || key.size() <= kCountSuffix.size() ||
-          key.compare(key.size() - kCountSuffix.size(), kCountSuffix.size(), kCountSuffix) != 0)
-        continue;
-      const std::string name = pipe_name(key);
-      auto [it, fresh] = last_counts_.try_emplace(key, value);
-      rates_[name] = fresh || value < it->second ? 0.0 : static_cast<double>(value - it->second) / since;
-      it->second = value;
+  // Pipe rates over the last sample period: 0.2 s, or the redraw interval when that is shorter.
+  if (since >= std::min(0.2, std::chrono::duration<double>(interval_).count())) {
+    for (const moka::PipeBatches& p : moka::pipe_batches(moka::StatRegistry::global().export_all(/*reset=*/false))) {
+      auto [it, fresh] = last_counts_.try_emplace(p.pipe, p.batches);
+      rates_[p.label] = fresh || p.batches < it->second ? 0.0 : static_cast<double>(p.batches - it->second) / since;
+      it->second = p.batches;
     }
     last_sample_ = now;
   }
   std::string line = fmt::format("epoch {} | {:.1f} s", epoch_, std::chrono::duration<double>(now - start_).count());
   for (const auto& [name, rate] : rates_) line += fmt::format(" | {} {:.0f} batches/s", name, rate);
-  std::vector<moka::QueueDepth> queues = moka::live_queue_depths();
-  std::sort(queues.begin(), queues.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (const auto& q : queues) line += fmt::format(" | {} {}/{}", queue_label(q.name), q.depth, q.capacity);
+  std::vector<moka::QueueStats> queues = moka::live_queue_stats();
+  std::sort(queues.begin(), queues.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
+  for (const auto& q : queues) line += fmt::format(" | {} {}/{}", q.label, q.depth, q.capacity);
   if (!last_checkpoint_.empty()) line += " | " + last_checkpoint_;
   winsize ws{};
   if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && line.size() >= ws.ws_col)
@@ -112,7 +112,7 @@ std::string ProgressLine::status() {
 void ProgressLine::loop() {
   std::unique_lock lk(mu_);
   while (!stop_) {
-    cv_.wait_for(lk, kRedraw, [this] { return stop_; });
+    cv_.wait_for(lk, interval_, [this] { return stop_; });
     if (stop_) break;
     lk.unlock();
     const std::string line = status();

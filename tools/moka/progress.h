@@ -34,6 +34,7 @@ class ProgressLine {
   void loop();
 
   bool enabled_;
+  std::chrono::milliseconds interval_{250};  // between redraws
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,9 +1,8 @@
-// Timeline tracing: spans, instants and counters recorded per thread and written as Chrome trace-event JSON, which
-// Perfetto and chrome://tracing open (docs/tracing.md). Off by default; one relaxed load when off.
+// Timeline tracing, the recording half: spans, instants and counters recorded per thread into memory (docs/tracing.md).
+// Off by default; one relaxed load when off. Starting, sampling and writing a trace file is exec's (exec/trace_file.h).
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,7 +34,7 @@ inline bool trace_enabled(TraceLevel level = TraceLevel::steps) noexcept {
 }
 
 /// What a span is: the trace event's "cat".
-enum class TraceCategory : uint8_t { task, step, net, op, epoch, checkpoint, wait, collective, job, other };
+enum class TraceCategory : uint8_t { step, net, op, epoch, checkpoint, wait, collective, job, other };
 std::string_view trace_category_name(TraceCategory c);
 
 /// @brief The id of a name in the trace's string table (the same name, the same id, for the process's lifetime).
@@ -109,60 +108,8 @@ uint32_t trace_current_node_track() noexcept;
 /// returns the previous lane. The fiber scheduler calls it around each turn.
 uint32_t trace_set_lane(uint32_t lane) noexcept;
 
-/// Where a trace goes and what it records.
-struct TraceOptions {
-  std::string path{};                           ///< the JSON file written when the trace stops
-  TraceLevel level = TraceLevel::steps;         ///< what is recorded
-  std::string process_label{};                  ///< names the process track ("rank 1"); empty: "moka <pid>"
-  int process_index = 0;                        ///< the trace's "pid" base: ranks of one job use their rank
-  std::chrono::milliseconds sample_period{20};  ///< how often counters (queue depths, records) are sampled
-};
-
-/// What a trace recorded.
-struct TraceSummary {
-  std::string path;
-  int64_t events = 0;
-  int64_t dropped = 0;  ///< events not kept once a thread held its maximum (docs/tracing.md §3)
-};
-
-/// @brief Starts recording (InvalidInput when a trace is already being recorded, or the path is empty;
-/// RuntimeError naming the path when its directory cannot be written). The file is written by stop_trace();
-/// nothing is written before.
-void start_trace(TraceOptions options);
-/// @brief Stops recording and writes the file atomically (a temporary file, fsync, rename); returns what it
-/// wrote. RuntimeError naming the path when it cannot be written. No-op summary when no trace is running.
-TraceSummary stop_trace();
-/// True while a trace is being recorded.
-bool trace_running() noexcept;
-
-/// @brief Starts a trace to $MOKA_TRACE (at $MOKA_TRACE_LEVEL, default steps) the first time it is called in a
-/// process where that variable is set, and writes it when the process exits. Plan runs call it, so any program
-/// that links moka can be traced without changing it. A bad level is reported on stderr and tracing stays off.
-void trace_start_from_environment() noexcept;
-/// @brief Tells trace_start_from_environment() that the program handles MOKA_TRACE itself (the CLI does, to
-/// name one file per rank): it then does nothing.
-void trace_environment_handled() noexcept;
-
-/// @brief A trace for the life of a scope: starts it (unless options.path is empty) and stops it at the end.
-/// @code
-///   moka::ScopedTrace trace({.path = "run.trace.json"});
-///   session.run(tg);
-/// @endcode
-class ScopedTrace {
- public:
-  explicit ScopedTrace(TraceOptions options);
-  ~ScopedTrace();
-  /// Stops now and returns the summary (the destructor then does nothing).
-  TraceSummary finish();
-  ScopedTrace(const ScopedTrace&) = delete;
-  ScopedTrace& operator=(const ScopedTrace&) = delete;
-
- private:
-  bool active_ = false;
-};
-
 /// @brief A source of counter samples, polled by the trace's sampler thread every sample_period while a trace
-/// runs (queues report their depth, pipes their records). Returns its samples through `emit`.
+/// runs (queues report their depth, pipes their records). Returns its samples through `out`.
 /// Thread-safety: sample() runs on the sampler thread, concurrently with everything else.
 class TraceCounterSource {
  public:
@@ -186,5 +133,45 @@ class TraceCounterRegistration {
  private:
   TraceCounterSource* source_ = nullptr;
 };
+
+/// One recorded event, as a trace writer reads it.
+struct TraceEvent {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;   ///< complete events; counters: unused
+  double value = 0;     ///< counters
+  uint32_t name = 0;    ///< trace_name_of
+  uint32_t series = 0;  ///< counters: the series' name id
+  uint32_t node = 0;    ///< trace_node_name; 0: the process itself
+  uint32_t lane = 0;    ///< 0: the thread itself; k > 0: the k-th fiber of the fiber group running on it
+  uint8_t category = 0;
+  char phase = 'X';  ///< 'X' complete, 'i' instant, 'C' counter
+};
+/// What one thread recorded.
+struct TraceThreadEvents {
+  uint32_t tid = 0;
+  std::string name{};  ///< trace_set_thread_name; empty when never named
+  std::vector<TraceEvent> events{};
+  int64_t dropped = 0;  ///< events not kept once the thread held its maximum (docs/tracing.md §3)
+};
+/// What every thread recorded between trace_begin_recording and trace_end_recording.
+struct TraceRecording {
+  TraceLevel level = TraceLevel::off;
+  int64_t start_ns = 0;
+  std::vector<TraceThreadEvents> threads{};
+};
+
+/// @brief Starts recording at `level` (more than off): every thread's buffer starts empty. False, changing
+/// nothing, when a recording is already running. The trace writer (exec/trace_file.h) calls it.
+bool trace_begin_recording(TraceLevel level);
+/// Stops recording and hands over what was recorded (empty when nothing was recording).
+TraceRecording trace_end_recording();
+/// True between trace_begin_recording and trace_end_recording.
+bool trace_recording() noexcept;
+/// @brief Polls every registered counter source once and records its samples as counters on this thread (a
+/// source that throws loses its samples, never the trace). The trace writer's sampler thread calls it.
+void trace_sample_counter_sources();
+/// The name of a name id (trace_name_id) or of a node track (trace_node_track).
+std::string trace_name_of(uint32_t name_id);
+std::string trace_node_name(uint32_t node_track);
 
 }  // namespace moka

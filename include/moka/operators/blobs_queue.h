@@ -26,6 +26,18 @@ enum class QueueResult {
   would_block  ///< try_read/try_write only: empty (or full) and still open
 };
 
+/// What a queue has done since it was made (BlobsQueue::stats): a snapshot, each figure read on its own.
+struct QueueStats {
+  std::string name{};
+  std::string label{};  ///< live_queue_stats: the name less the "/handler" the data layer's Queue adds
+  int64_t depth = 0;    ///< records held now
+  int64_t capacity = 0;
+  int64_t puts = 0;             ///< records written (each an enqueue of one record of num_blobs blobs)
+  int64_t takes = 0;            ///< records read
+  int64_t put_blocked_ns = 0;   ///< time writers spent waiting on a full queue
+  int64_t take_blocked_ns = 0;  ///< time readers spent waiting on an empty one
+};
+
 /// @brief A bounded ring buffer of `capacity` records of `num_blobs` blobs each.
 ///
 /// A write swaps the caller's blobs into a free slot, so the caller gets back whatever the slot held
@@ -102,6 +114,9 @@ class BlobsQueue {
   bool is_closed() const noexcept { return (write_pos_.load(std::memory_order_acquire) & kClosedBit) != 0; }
   /// @brief Records currently held (a snapshot). Thread-safety: any thread.
   std::size_t size() const noexcept;
+  /// @brief Records held, written and read, and the time writers and readers waited (a snapshot; nothing on the
+  /// fast path counts: the totals are the positions, the waits are timed only when they wait). Thread-safety: any.
+  QueueStats stats() const noexcept;
 
   const std::string& name() const noexcept { return name_; }
   int64_t capacity() const noexcept { return static_cast<int64_t>(capacity_); }
@@ -206,6 +221,8 @@ class BlobsQueue {
   std::condition_variable not_full_;
   std::atomic<int> readers_waiting_{0};
   std::atomic<int> writers_waiting_{0};
+  std::atomic<int64_t> put_blocked_ns_{0};   // time in put_waiting
+  std::atomic<int64_t> take_blocked_ns_{0};  // time in read_waiting
   // Movers fence with a compiler fence and sleepers with a membarrier (decided at construction).
   const bool light_publish_;
 };
@@ -213,14 +230,8 @@ class BlobsQueue {
 /// What a queue blob holds: operators share the queue through it (CreateBlobsQueue's output).
 using BlobsQueuePtr = std::shared_ptr<BlobsQueue>;
 
-/// A live queue: its name, the records it holds and its capacity.
-struct QueueDepth {
-  std::string name{};
-  int64_t depth = 0;
-  int64_t capacity = 0;
-};
-/// @brief Every BlobsQueue alive in this process now, in no particular order (progress displays and trace
-/// counters read it). Thread-safety: any thread.
-std::vector<QueueDepth> live_queue_depths();
+/// @brief Every BlobsQueue alive in this process now, with its stats, in no particular order (progress displays,
+/// trace counters and the stat registry's queue stats read it). Thread-safety: any thread.
+std::vector<QueueStats> live_queue_stats();
 
 }  // namespace moka

@@ -13,6 +13,7 @@
 namespace moka {
 
 class StatShare;
+class StatSource;
 
 /// @brief A table of named int64 statistics.
 ///
@@ -48,8 +49,14 @@ class StatRegistry {
   int64_t get(std::string_view key) const;
   /// @brief True when the key has been named.
   bool has(std::string_view key) const;
-  /// @brief Every (key, value), sorted by key; with reset the values are set to 0 (the keys stay).
+  /// @brief Every (key, value), sorted by key; with reset the values are set to 0 (the keys stay). The stats of
+  /// the registered sources are included (a key that a source and a cell both have, or two sources, is their
+  /// sum) and are not reset: they are their objects' own figures.
   std::vector<Entry> export_all(bool reset);
+  /// @brief Reads `source` at every export_all until remove_source. The source must outlive its registration.
+  void add_source(const StatSource* source);
+  /// Stops reading `source`; when it returns, no export reads it any more.
+  void remove_source(const StatSource* source);
 
  private:
   friend class StatShare;
@@ -65,7 +72,28 @@ class StatRegistry {
   static int64_t take_all(Cell& c);        // value_of, resetting the cell and its shares to 0; mu_ held
   mutable std::mutex mu_;
   std::map<std::string, Cell, std::less<>> stats_;
+  std::vector<const StatSource*> sources_;
 };
+
+/// @brief Stats that live in other objects (every live queue's depth, records and waits), read when the registry
+/// exports instead of being pushed into it, so that the objects' hot paths count nothing extra.
+/// Thread-safety: read() is called by any thread that exports, under the registry's lock.
+class StatSource {
+ public:
+  virtual ~StatSource() = default;
+  /// Appends the source's stats now.
+  virtual void read(std::vector<StatRegistry::Entry>& out) const = 0;
+};
+
+/// What a pipe's timer has published: "<node>/pipe/<name>/<input>/<output>" (ns) and its "/count" (batches,
+/// docs/pipelines.md §5.1).
+struct PipeBatches {
+  std::string pipe{};   ///< the timer's key, "<node>/pipe/<name>/<input>/<output>"
+  std::string label{};  ///< "<node>/<name>", for displays
+  int64_t batches = 0;
+};
+/// The pipes among exported stats (StatRegistry::export_all), in the order of their keys.
+std::vector<PipeBatches> pipe_batches(const std::vector<StatRegistry::Entry>& stats);
 
 /// @brief One owner's part of a stat, added to with a plain load and store instead of an atomic
 /// read-modify-write.

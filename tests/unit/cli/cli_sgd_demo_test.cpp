@@ -104,6 +104,8 @@ std::string stderr_on_a_terminal(const std::vector<std::string>& args, const fs:
 }
 
 TEST_F(SgdDemo, ALiveStatusLineOnATerminalAndPlainLinesOnAPipe) {
+  // A redraw every 10 ms: the small job can end before the default's first one (250 ms).
+  ::setenv("MOKA_PROGRESS_INTERVAL_MS", "10", 1);
   int code = -1;
   const std::string shown =
       stderr_on_a_terminal({"job", "run", job_, "--checkpoint-dir", (dir_ / "tty").string()}, dir_ / "tty.out", code);
@@ -116,6 +118,12 @@ TEST_F(SgdDemo, ALiveStatusLineOnATerminalAndPlainLinesOnAPipe) {
   const std::string out = read_file(dir_ / "tty.out");
   EXPECT_NE(out.find("finished after epoch 4"), std::string::npos) << out;
   EXPECT_EQ(out.find("\033["), std::string::npos) << "stdout is a file: no escapes there";
+  ::setenv("MOKA_PROGRESS_INTERVAL_MS", "often", 1);  // named and ignored
+  (void)stderr_on_a_terminal({"job", "run", job_, "--no-checkpoints"}, dir_ / "often.out", code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(read_file(dir_ / "often.out").find("MOKA_PROGRESS_INTERVAL_MS=\"often\" is not a number"),
+            std::string::npos);
+  ::unsetenv("MOKA_PROGRESS_INTERVAL_MS");
 
   const CliResult piped = run({"job", "run", job_, "--checkpoint-dir", (dir_ / "pipe").string()});
   ASSERT_EQ(piped.code, 0) << piped.err;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "../../../src/exec/fiber.h"
 #include "moka/core/error.h"
 #include "moka/operators/blobs_queue.h"
+#include "moka/operators/registry.h"
+#include "moka/operators/stats.h"
 
 namespace moka {
 namespace {
@@ -194,6 +198,53 @@ TEST(BlobsQueue, WriteTimesOut) {
   EXPECT_EQ(q.write(in, 0.05), QueueResult::ok);  // a free slot: no waiting
   q.close();
   EXPECT_EQ(q.write(in, 5.0), QueueResult::closed);  // closed: at once, not after the timeout
+}
+
+// A queue's stats: records held, written and read, and the time waits took; live_queue_stats lists it while it
+// lives, under its label (the name less "/handler"), and the stat registry exports it (docs/queues.md §6).
+TEST(BlobsQueue, StatsCountRecordsAndTimeBlocked) {
+  BlobsQueue q("stats_q/handler", 2, 1);
+  EXPECT_EQ(q.stats().puts, 0);
+  ASSERT_TRUE(write1(q, 1));
+  ASSERT_TRUE(write1(q, 2));
+  int64_t v;
+  ASSERT_EQ(read1(q, v), QueueResult::ok);
+  QueueStats st = q.stats();
+  EXPECT_EQ(st.name, "stats_q/handler");
+  EXPECT_EQ(st.depth, 1);
+  EXPECT_EQ(st.capacity, 2);
+  EXPECT_EQ(st.puts, 2);
+  EXPECT_EQ(st.takes, 1);
+  EXPECT_EQ(st.put_blocked_ns, 0);  // never waited
+  EXPECT_EQ(st.take_blocked_ns, 0);
+  ASSERT_EQ(read1(q, v), QueueResult::ok);
+  EXPECT_EQ(read1(q, v, 0.03), QueueResult::timed_out);  // waits 30 ms on an empty queue
+  EXPECT_GE(q.stats().take_blocked_ns, 25'000'000);
+  ASSERT_TRUE(write1(q, 3));
+  ASSERT_TRUE(write1(q, 4));
+  Blob b;
+  put(b, 5);
+  Blob* in[] = {&b};
+  EXPECT_EQ(q.write(in, 0.03), QueueResult::timed_out);  // and 30 ms on a full one
+  EXPECT_GE(q.stats().put_blocked_ns, 25'000'000);
+  q.close();
+  EXPECT_EQ(q.stats().puts, 4);  // the closed bit is not a record
+
+  bool listed = false;
+  for (const QueueStats& live : live_queue_stats())
+    if (live.name == "stats_q/handler") listed = (live.label == "stats_q" && live.takes == 2);
+  EXPECT_TRUE(listed);
+  std::map<std::string, int64_t> exported;
+  for (const auto& [key, value] : StatRegistry::global().export_all(/*reset=*/true)) exported[key] = value;
+  EXPECT_EQ(exported["queue/stats_q/depth"], 2);
+  EXPECT_EQ(exported["queue/stats_q/capacity"], 2);
+  EXPECT_EQ(exported["queue/stats_q/puts"], 4);
+  EXPECT_EQ(exported["queue/stats_q/takes"], 2);
+  EXPECT_GE(exported["queue/stats_q/put_blocked_ns"], 25'000'000);
+  EXPECT_GE(exported["queue/stats_q/take_blocked_ns"], 25'000'000);
+  // The queue's own totals: a reset export leaves them.
+  for (const auto& [key, value] : StatRegistry::global().export_all(/*reset=*/false))
+    if (key == "queue/stats_q/puts") EXPECT_EQ(value, 4);
 }
 
 TEST(BlobsQueue, TimedWriteSucceedsWhenAReaderFreesASlot) {

@@ -33,6 +33,50 @@ TEST(StatRegistry, ExportIsSortedAndResets) {
   EXPECT_EQ(r.export_all(false), (std::vector<E>{{"a", 0}, {"m", 0}, {"z", 0}}));
 }
 
+// Sources are read at export: merged into the sorted cells, equal keys summed, never reset.
+TEST(StatRegistry, SourcesAreReadAtExportAndNotReset) {
+  struct Fixed final : StatSource {
+    std::vector<StatRegistry::Entry> entries;
+    void read(std::vector<StatRegistry::Entry>& out) const override {
+      out.insert(out.end(), entries.begin(), entries.end());
+    }
+  };
+  StatRegistry r;
+  r.set("b", 1);
+  r.set("d", 2);
+  Fixed one, two;
+  one.entries = {{"c", 10}, {"a", 20}, {"d", 5}};
+  two.entries = {{"c", 1}};
+  r.add_source(&one);
+  r.add_source(&two);
+  using E = StatRegistry::Entry;
+  EXPECT_EQ(r.export_all(true), (std::vector<E>{{"a", 20}, {"b", 1}, {"c", 11}, {"d", 7}}));
+  EXPECT_EQ(r.export_all(false), (std::vector<E>{{"a", 20}, {"b", 0}, {"c", 11}, {"d", 5}}));
+  r.remove_source(&one);
+  r.remove_source(&two);
+  EXPECT_EQ(r.export_all(false), (std::vector<E>{{"b", 0}, {"d", 0}}));
+}
+
+// The pipes' timer keys (docs/pipelines.md §5.1) are read back by pipe_batches; other keys are not pipes.
+TEST(StatRegistry, PipeBatchesReadThePipesTimerCounts) {
+  const std::vector<StatRegistry::Entry> stats{{"reader/pipe/read_shard_0/TextFileReader/batches_0", 900},
+                                               {"reader/pipe/read_shard_0/TextFileReader/batches_0/count", 3},
+                                               {"trainer/pipe/sgd/q/NoOutput/count", 7},
+                                               {"queue/pipe/count", 1},
+                                               {"my/count", 2},
+                                               {"a/pipe/count", 4},
+                                               {"b/pipe/x/count", 5}};
+  const std::vector<PipeBatches> pipes = pipe_batches(stats);
+  ASSERT_EQ(pipes.size(), 3u);
+  EXPECT_EQ(pipes[0].pipe, "reader/pipe/read_shard_0/TextFileReader/batches_0");
+  EXPECT_EQ(pipes[0].label, "reader/read_shard_0");
+  EXPECT_EQ(pipes[0].batches, 3);
+  EXPECT_EQ(pipes[1].label, "trainer/sgd");
+  EXPECT_EQ(pipes[1].batches, 7);
+  EXPECT_EQ(pipes[2].pipe, "b/pipe/x");  // a name without input and output still counts
+  EXPECT_EQ(pipes[2].label, "b/x");
+}
+
 TEST(StatRegistry, StatCellIsStable) {
   StatRegistry r;
   std::atomic<int64_t>& cell = r.stat("k");

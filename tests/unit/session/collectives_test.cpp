@@ -125,6 +125,35 @@ TEST(Collectives, ANodeThatFinishesWithoutACallIsAnErrorNotAHang) {
   EXPECT_EQ(out.fetch<double>(), 4.0);
 }
 
+// A node that fails makes another finish early (a reader whose failure ends one trainer's data), and a third then
+// meets the finished node in a collective. The run reports the failure, not the PeerFinished it caused, even when
+// the PeerFinished came first: n0 finishes after 50 ms, so n1's PeerFinished comes then; n2 fails after 300 ms (in a
+// sleep that ignores the cancel that n1's error brings).
+TEST(Collectives, AFailureOutranksTheFinishedPeerItCaused) {
+  const auto sleeps_then = [](int ms, bool fail) {
+    return register_callable([ms, fail] {
+      return [ms, fail](std::span<Blob* const>, std::span<Blob* const>) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        if (fail) throw RuntimeError("the reader failed");
+      };
+    });
+  };
+  const int64_t finishes = sleeps_then(50, false), fails_later = sleeps_then(300, true);
+  LocalSession session;
+  TaskGroup tg = group_of(3, [&](int i, const BlobRef& cw) {
+    if (i == 0) ops::op("Callable", {}, std::vector<BlobRef>{}, {{"token", finishes}});
+    if (i == 1) ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+    if (i == 2) ops::op("Callable", {}, std::vector<BlobRef>{}, {{"token", fails_later}});
+  });
+  const std::string what = error_of<RuntimeError>([&] { session.run(tg); });
+  EXPECT_TRUE(contains(what, "the reader failed")) << what;
+  // Alone, the PeerFinished is the run's error (an InvalidInput).
+  TaskGroup alone = group_of(2, [](int i, const BlobRef& cw) {
+    if (i == 1) ops::op("Allreduce", {cw, ops::Const(1.0)}, {BlobRef("y")});
+  });
+  EXPECT_TRUE(contains(error_of<PeerFinished>([&] { session.run(alone); }), "finished its share")) << what;
+}
+
 TEST(Collectives, StringsAndBoolsAreTypeErrorsWhereTheyDoNotFit) {
   LocalSession session;
   TaskGroup strings = group_of(2, [](int, const BlobRef& cw) {

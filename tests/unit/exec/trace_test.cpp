@@ -1,6 +1,7 @@
-// Unit tests of the trace recorder (moka/core/trace.h): spans on several threads and lanes, counters, instants,
-// node tracks, names that need escaping, levels, and the errors of starting and writing a trace.
-#include "moka/core/trace.h"
+// Unit tests of timeline traces (moka/core/trace.h records, moka/exec/trace_file.h writes): spans on several threads
+// and lanes, counters, instants, node tracks, names that need escaping, levels, and the errors of starting and
+// writing a trace.
+#include "moka/exec/trace_file.h"
 
 #include <gtest/gtest.h>
 

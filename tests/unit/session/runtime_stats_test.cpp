@@ -1,0 +1,70 @@
+// Runtime stats seen by a report step (docs/queues.md §6, docs/pipelines.md §5.1): a pipe feeds a queue that a second
+// pipe drains, and the node's report step exports the stat registry once the tasks finished. It finds the queue's
+// records and waits and each pipe's batches.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "moka/moka.h"
+
+namespace moka {
+namespace {
+
+TEST(RuntimeStats, AReportStepExportsQueueAndPipeStats) {
+  LocalSession session;
+  std::optional<schema::Field> data;
+  TaskGroup init(WorkspaceType::Global, [&] {
+    Node("local", [&] {
+      Task([&] {
+        std::vector<int64_t> vals(100);
+        std::iota(vals.begin(), vals.end(), 0);
+        data = schema::ConstRecord(schema::Struct({{"val", schema::Scalar(Tensor::vector<int64_t>(vals))}}));
+        ops::Const(std::vector<int64_t>(10, 0), {.blob_out = "total"});
+      });
+    });
+  });
+  session.run(init);
+  TaskGroup run(WorkspaceType::Global, [&] {
+    auto queue = Queue::make(2, {.name = "stats_e2e"});
+    Node("local", [&] {
+      Dataset ds(*data, "records");
+      pipe(ds.reader({.batch_size = 10}), {.output = queue, .name = "stats_feed"});
+      pipe(queue, {.processor = Processor(
+                       [](const schema::Field& rec) {
+                         ops::Add({BlobRef("total"), rec["val"]()}, {BlobRef("total")});
+                       },
+                       "stats_tally")});
+      ops::local_reporter(100000, [] {
+        ops::op("StatRegistryExport", {}, {BlobRef("stat_keys"), BlobRef("stat_values"), BlobRef("stat_ts")},
+                {{"reset", int64_t{0}}});
+      });
+    });
+  });
+  session.run(run);
+  const Tensor keys = session.fetch("local", "stat_keys");
+  const Tensor values = session.fetch("local", "stat_values");
+  std::map<std::string, int64_t> stats;
+  for (int64_t i = 0; i < keys.numel(); ++i)
+    stats[keys.values<std::string>()[static_cast<std::size_t>(i)]] =
+        values.values<int64_t>()[static_cast<std::size_t>(i)];
+  EXPECT_EQ(stats["queue/stats_e2e/puts"], 10) << ::testing::PrintToString(stats);
+  EXPECT_EQ(stats["queue/stats_e2e/takes"], 10);
+  EXPECT_EQ(stats["queue/stats_e2e/capacity"], 2);
+  EXPECT_EQ(stats["queue/stats_e2e/depth"], 0);
+  EXPECT_TRUE(stats.contains("queue/stats_e2e/put_blocked_ns"));
+  EXPECT_TRUE(stats.contains("queue/stats_e2e/take_blocked_ns"));
+  std::map<std::string, int64_t> batches;
+  for (const PipeBatches& p : pipe_batches(StatRegistry::global().export_all(/*reset=*/false)))
+    batches[p.label] = p.batches;
+  EXPECT_GE(batches["local/stats_feed"], 10) << ::testing::PrintToString(batches);
+  EXPECT_GE(batches["local/stats_tally"], 10);
+  const Tensor total_blob = session.fetch("local", "total");
+  const auto total = total_blob.values<int64_t>();
+  EXPECT_EQ(std::accumulate(total.begin(), total.end(), int64_t{0}), 99 * 100 / 2);  // every record once
+}
+
+}  // namespace
+}  // namespace moka
