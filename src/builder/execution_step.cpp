@@ -87,6 +87,13 @@ ExecutionStep& ExecutionStep::set_create_workspace(bool create_workspace) {
   return *this;
 }
 
+ExecutionStep& ExecutionStep::set_stats_key(std::string key) {
+  check_mutable();
+  if (key.empty()) throw InvalidInput(fmt::format("ExecutionStep \"{}\": the stats key must not be empty", name()));
+  state_->def.stats_key = std::move(key);
+  return *this;
+}
+
 ExecutionStep& ExecutionStep::set_num_concurrent_instances(int32_t n) {
   check_mutable();
   state_->def.num_concurrent_instances = n;

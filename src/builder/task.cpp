@@ -164,6 +164,9 @@ ExecutionStep Task::group_step() {
     // here holds for every group the task joins.
     ExecutionStep s = get_step();
     s.set_create_workspace(state_->workspace_type == WorkspaceType::Private);
+    // The task's runs and busy time in the stat registry under "<node>/task/<name>" (decision 69); its name
+    // starts with "<node>/" (next_task_name).
+    s.set_stats_key(state_->node + "/task" + state_->name.substr(state_->node.size()));
     state_->group_step = s;
   }
   return *state_->group_step;

@@ -460,10 +460,10 @@ NetDef read_net(const Json& v, const std::string& path, int depth) {
 ExecutionStepDef read_step(const Json& v, const std::string& path, int depth) {
   if (depth > kMaxNesting) fail(path, "steps nested deeper than " + std::to_string(kMaxNesting) + " levels");
   const Json& o = expect_object(v, path);
-  check_fields(
-      o, path,
-      {"name", "substep", "network", "num_iter", "criteria_network", "report_net", "report_interval", "run_every_ms",
-       "concurrent_substeps", "should_stop_blob", "only_once", "create_workspace", "num_concurrent_instances"});
+  check_fields(o, path,
+               {"name", "substep", "network", "num_iter", "criteria_network", "report_net", "report_interval",
+                "run_every_ms", "concurrent_substeps", "should_stop_blob", "only_once", "create_workspace",
+                "num_concurrent_instances", "stats_key"});
   ExecutionStepDef s;
   if (const Json* f = field(o, "name")) s.name = read_string(*f, join(path, "name"));
   if (const Json* f = field(o, "substep")) {
@@ -498,6 +498,7 @@ ExecutionStepDef read_step(const Json& v, const std::string& path, int depth) {
     s.num_concurrent_instances = read_int32(*f, join(path, "num_concurrent_instances"));
     if (*s.num_concurrent_instances < 1) fail(join(path, "num_concurrent_instances"), "must be >= 1");
   }
+  if (const Json* f = field(o, "stats_key")) s.stats_key = read_nonempty_string(*f, join(path, "stats_key"));
 
   // The plan executor's own checks (docs/plan-execution.md §2.2, §2.3), reported at load time.
   if (!s.substep.empty() && !s.network.empty())
@@ -719,6 +720,7 @@ Json step_json(const ExecutionStepDef& s, int depth) {
   if (s.report_net) o["report_net"] = *s.report_net;
   if (s.report_interval) o["report_interval"] = *s.report_interval;
   if (s.criteria_network) o["criteria_network"] = *s.criteria_network;
+  if (s.stats_key) o["stats_key"] = *s.stats_key;
   put_strings(o, "network", s.network);
   if (!s.substep.empty()) {
     Json arr = Json::array();

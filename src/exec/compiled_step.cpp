@@ -8,6 +8,7 @@
 
 #include "moka/core/error.h"
 #include "moka/operators/registry.h"
+#include "moka/operators/stats.h"
 
 namespace moka::detail {
 
@@ -167,6 +168,10 @@ void CompiledStep::cancel() {
 
 StepWrapper::StepWrapper(const ExecutionStepDef& step, Workspace* ws, PlanContext& ctx)
     : step_(step), ws_(ws), ctx_(ctx) {
+  if (step.stats_key) {  // the registry's cells are stable: looked up once, added to on every execution
+    stat_runs_ = &StatRegistry::global().stat(*step.stats_key + "/runs");
+    stat_busy_ns_ = &StatRegistry::global().stat(*step.stats_key + "/busy_ns");
+  }
   if (!step.create_workspace.value_or(false)) {
     try {
       cached_ = std::make_shared<CompiledStep>(step_, ws_, ctx_);

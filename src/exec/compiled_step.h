@@ -76,6 +76,9 @@ class StepWrapper {
   void cancel();
   /// The step's name in the trace's string table (looked up once).
   uint32_t trace_name();
+  /// The stat registry's cells "<stats_key>/runs" and "<stats_key>/busy_ns"; null without a stats_key.
+  std::atomic<int64_t>* stat_runs() const { return stat_runs_; }
+  std::atomic<int64_t>* stat_busy_ns() const { return stat_busy_ns_; }
 
  private:
   const ExecutionStepDef& step_;
@@ -87,6 +90,8 @@ class StepWrapper {
   std::deque<std::shared_ptr<CompiledStep>> free_;  // recyclable fresh steps (create_workspace only)
   std::atomic<bool> cancelled_{false};
   std::atomic<uint32_t> trace_name_{UINT32_MAX};
+  std::atomic<int64_t>* stat_runs_ = nullptr;
+  std::atomic<int64_t>* stat_busy_ns_ = nullptr;
 };
 
 /// A step with its workspace, nets and substep wrappers bound (Caffe2's CompiledExecutionStep).

@@ -31,6 +31,7 @@ void check_step(const ExecutionStepDef& s, const std::set<std::string>& nets, co
   if (s.only_once && !s.should_stop_blob) step_error(path, "only_once is not supported without should_stop_blob");
   if (s.num_iter && *s.num_iter < 0) step_error(path, fmt::format("num_iter must be >= 0, got {}", *s.num_iter));
   if (s.should_stop_blob && s.should_stop_blob->empty()) step_error(path, "should_stop_blob is empty");
+  if (s.stats_key && s.stats_key->empty()) step_error(path, "stats_key is empty");
   if (s.num_concurrent_instances && *s.num_concurrent_instances < 1)
     step_error(path, fmt::format("num_concurrent_instances must be >= 1, got {}", *s.num_concurrent_instances));
   if (s.run_every_ms && *s.run_every_ms <= 0)

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <optional>
@@ -231,15 +232,42 @@ void execute_inner(StepWrapper& w) {
   if (auto ex = c->first_exception()) std::rethrow_exception(ex);
 }
 
+// A step with a stats_key counts its executions and their wall time, failed ones included (decision 69).
+class StepStatsScope {
+ public:
+  explicit StepStatsScope(StepWrapper& w) : w_(w), begin_(std::chrono::steady_clock::now()) {}
+  ~StepStatsScope() {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin_).count();
+    w_.stat_busy_ns()->fetch_add(static_cast<int64_t>(ns), std::memory_order_relaxed);
+    w_.stat_runs()->fetch_add(1, std::memory_order_relaxed);
+  }
+  StepStatsScope(const StepStatsScope&) = delete;
+  StepStatsScope& operator=(const StepStatsScope&) = delete;
+
+ private:
+  StepWrapper& w_;
+  std::chrono::steady_clock::time_point begin_;
+};
+
+inline void execute_traced(StepWrapper& w) {
+  if (trace_enabled()) [[unlikely]] {
+    TraceNodeScope node(w.context().trace_node);
+    TraceSpan span(TraceCategory::step, w.trace_name());
+    execute_inner(w);
+    return;
+  }
+  execute_inner(w);
+}
+
 void execute(StepWrapper& w) {
   try {
-    if (trace_enabled()) [[unlikely]] {
-      TraceNodeScope node(w.context().trace_node);
-      TraceSpan span(TraceCategory::step, w.trace_name());
-      execute_inner(w);
-      return;
+    if (w.stat_runs() != nullptr) [[unlikely]] {
+      const StepStatsScope stats(w);
+      execute_traced(w);
+    } else {
+      execute_traced(w);
     }
-    execute_inner(w);
   } catch (Error& e) {
     e.add_context(describe_step(w.step()));
     throw;

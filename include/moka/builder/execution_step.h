@@ -59,6 +59,9 @@ class ExecutionStep {
   ExecutionStep& set_create_workspace(bool create_workspace = true);
   ExecutionStep& set_num_concurrent_instances(int32_t n);
   ExecutionStep& set_only_once(bool only_once = true);
+  /// moka's (decision 69): count each execution under "<key>/runs" and its wall time under "<key>/busy_ns" in the
+  /// stat registry. InvalidInput when key is empty. Tasks set it on their step ("<node>/task/<name>").
+  ExecutionStep& set_stats_key(std::string key);
   /// InvalidInput when blob is empty ("expects BlobReference here, ...").
   ExecutionStep& set_should_stop_blob(const BlobRef& blob);
   /// Deprecated in Caffe2 (use run_every_millis on a substep): runs report_net every

@@ -28,6 +28,9 @@ struct ExecutionStepDef {
   std::optional<bool> only_once;
   std::optional<bool> create_workspace;
   std::optional<int32_t> num_concurrent_instances;
+  /// moka's (decision 69): each execution adds 1 to stat "<stats_key>/runs" and its wall time to
+  /// "<stats_key>/busy_ns" in the stat registry. The builder sets it on every Task's step.
+  std::optional<std::string> stats_key;
 
   bool operator==(const ExecutionStepDef&) const = default;
 };

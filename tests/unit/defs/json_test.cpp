@@ -85,6 +85,7 @@ PlanDef rich_plan() {
   loop.num_concurrent_instances = 3;
   loop.report_net = "report";
   loop.report_interval = 5;
+  loop.stats_key = "local/task/loop";
   ExecutionStepDef body;
   body.name = "body";
   body.network = {"body", "body"};
@@ -381,6 +382,8 @@ TEST(PlanJsonErrors, OnlyOnceNeedsShouldStopBlob) {
 }
 
 TEST(PlanJsonErrors, OutOfRangeStepFields) {
+  EXPECT_STARTS_WITH(plan_error(R"({"execution_step":[{"stats_key":""}]})"), "execution_step[0].stats_key:");
+  EXPECT_STARTS_WITH(plan_error(R"({"execution_step":[{"stats_key":3}]})"), "execution_step[0].stats_key:");
   EXPECT_STARTS_WITH(plan_error(R"({"execution_step":[{"num_concurrent_instances":0}]})"),
                      "execution_step[0].num_concurrent_instances: must be >= 1");
   EXPECT_STARTS_WITH(plan_error(R"({"execution_step":[{"substep":[{"run_every_ms":0}]}]})"),

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "moka/exec/worker_pool.h"
+#include "moka/operators/stats.h"
 #include "support/test_ops_impl.h"
 
 namespace moka {
@@ -57,6 +58,32 @@ TEST_F(PlanExec, NumIterRunsNetsThatManyTimes) {
   s.num_iter = 5;
   run_plan(ws, plan_of({net_of("n", {"CountCalls"})}, {s}));
   EXPECT_EQ(test_state().counter.load(), 5);
+}
+
+// A step with a stats_key counts its executions and their time (decision 69), failed ones too; a substep of a
+// loop counts once per iteration.
+TEST_F(PlanExec, AStepWithAStatsKeyCountsItsRunsAndBusyTime) {
+  Workspace ws;
+  auto inner = step_with_nets("inner", {"n"});
+  inner.stats_key = "plan_exec_test/inner";
+  auto outer = step_with_substeps("outer", {inner});
+  outer.num_iter = 4;
+  outer.stats_key = "plan_exec_test/outer";
+  StatRegistry& stats = StatRegistry::global();
+  const int64_t busy_before = stats.get("plan_exec_test/outer/busy_ns");
+  run_plan(ws, plan_of({net_of("n", {"CountCalls"})}, {outer}));
+  run_plan(ws, plan_of({net_of("n", {"CountCalls"})}, {outer}));
+  EXPECT_EQ(stats.get("plan_exec_test/outer/runs"), 2);
+  EXPECT_EQ(stats.get("plan_exec_test/inner/runs"), 8);
+  EXPECT_GT(stats.get("plan_exec_test/outer/busy_ns"), busy_before);
+  EXPECT_GE(stats.get("plan_exec_test/outer/busy_ns"), stats.get("plan_exec_test/inner/busy_ns"));
+  auto failing = step_with_nets("failing", {"bad"});
+  failing.stats_key = "plan_exec_test/failing";
+  test_state().stuck_run = true;  // Error throws at once
+  EXPECT_THROW(run_plan(ws, plan_of({net_of("bad", {"Error"})}, {failing})), testing::TestError);
+  EXPECT_EQ(stats.get("plan_exec_test/failing/runs"), 1);
+  failing.stats_key = "";
+  EXPECT_THROW(run_plan(ws, plan_of({net_of("bad", {"Error"})}, {failing})), InvalidInput);  // named by the check
 }
 
 TEST_F(PlanExec, NumIterZeroNeverRunsAndDefaultRunsOnce) {

@@ -243,8 +243,11 @@ TEST(BlobsQueue, StatsCountRecordsAndTimeBlocked) {
   EXPECT_GE(exported["queue/stats_q/put_blocked_ns"], 25'000'000);
   EXPECT_GE(exported["queue/stats_q/take_blocked_ns"], 25'000'000);
   // The queue's own totals: a reset export leaves them.
-  for (const auto& [key, value] : StatRegistry::global().export_all(/*reset=*/false))
-    if (key == "queue/stats_q/puts") EXPECT_EQ(value, 4);
+  for (const auto& [key, value] : StatRegistry::global().export_all(/*reset=*/false)) {
+    if (key == "queue/stats_q/puts") {
+      EXPECT_EQ(value, 4);
+    }
+  }
 }
 
 TEST(BlobsQueue, TimedWriteSucceedsWhenAReaderFreesASlot) {

@@ -1,6 +1,6 @@
-// Runtime stats seen by a report step (docs/queues.md §6, docs/pipelines.md §5.1): a pipe feeds a queue that a second
-// pipe drains, and the node's report step exports the stat registry once the tasks finished. It finds the queue's
-// records and waits and each pipe's batches.
+// Runtime stats seen by a report step (docs/queues.md §6, docs/pipelines.md §5.1, docs/tasks.md §3.3): a pipe feeds a
+// queue that a second pipe drains, and the node's report step exports the stat registry once the tasks finished. It
+// finds each task's runs and busy time, the queue's records and waits and each pipe's batches.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -56,6 +56,11 @@ TEST(RuntimeStats, AReportStepExportsQueueAndPipeStats) {
   EXPECT_EQ(stats["queue/stats_e2e/depth"], 0);
   EXPECT_TRUE(stats.contains("queue/stats_e2e/put_blocked_ns"));
   EXPECT_TRUE(stats.contains("queue/stats_e2e/take_blocked_ns"));
+  // Each task ran once by the report's final run (decision 69).
+  for (const char* task : {"local/task/stats_feed", "local/task/stats_tally"}) {
+    EXPECT_EQ(stats[std::string(task) + "/runs"], 1) << task;
+    EXPECT_GT(stats[std::string(task) + "/busy_ns"], 0) << task;
+  }
   std::map<std::string, int64_t> batches;
   for (const PipeBatches& p : pipe_batches(StatRegistry::global().export_all(/*reset=*/false)))
     batches[p.label] = p.batches;
