@@ -10,7 +10,8 @@
 // BM_Moka with Concurrency::threads (every task instance on a pool worker), BM_MokaFibers with
 // Concurrency::fibers (all of them on one thread, taking turns at the queue — one core, as TBB's
 // one-thread arena; with threads = 2 it runs four task instances on that one thread).
-// MOKA_BENCH_BUSY=N runs N spinning processes beside it (a loaded machine; see busy_neighbours.h).
+// MOKA_BENCH_BUSY=N runs N spinning processes beside it (a loaded machine; see busy_neighbours.h);
+// MOKA_BENCH_STATUS_MS=N reads what `moka job run`'s status line reads every N ms (status_reader.h).
 #include <benchmark/benchmark.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -28,11 +29,14 @@
 #include "moka/moka.h"
 
 #include "busy_neighbours.h"
+#include "status_reader.h"
 
 namespace {
 
 // MOKA_BENCH_BUSY=N: N spinning processes beside the benchmark (busy_neighbours.h).
 const moka_bench::BusyNeighbours busy_neighbours;
+// MOKA_BENCH_STATUS_MS=N: the status line's reads every N ms (status_reader.h).
+moka_bench::StatusReader status_reader;
 
 using moka::schema::Field;
 

@@ -33,6 +33,26 @@ std::vector<StepOrNet> children_as_steps(const std::vector<NetBuilderChild>& chi
   return out;
 }
 
+// Counts the records of every batch a read yields (the rows of its first field) under `key`, in the read's last net
+// when it is one (no net more per batch), else in a net of its own; a read that stopped counts nothing. A reader
+// that hands out the same net to every thread gets the operator once: each thread's copy of the net counts.
+void count_read_records(std::vector<StepOrNet>& nets, const BlobRef& should_stop, const std::vector<BlobRef>& fields,
+                        const std::string& key) {
+  if (fields.empty()) return;  // no record: nothing to count
+  const std::vector<BlobRef> inputs{fields.front(), should_stop};
+  if (!nets.empty() && nets.back().net() != nullptr && !nets.back().net()->is_frozen()) {
+    Net last = *nets.back().net();  // a handle: ops added to it go to the read's net
+    const auto& ops = last.proto().op;
+    const bool counted = !ops.empty() && ops.back().type == "CountRecords" && ops.back().input.size() == 2 &&
+                         ops.back().input[0] == inputs[0].name() && ops.back().input[1] == inputs[1].name();
+    if (!counted) last.op("CountRecords", inputs, 0, {{"key", key}});
+    return;
+  }
+  Net count("count_records");
+  count.op("CountRecords", inputs, 0, {{"key", key}});
+  nets.emplace_back(count);
+}
+
 // Caffe2's core.clone_and_bind_net: blobs the net defines get `prefix`; blobs it reads before
 // writing keep their names; the input record's blobs are bound to `inputs` by field name.
 Net clone_and_bind(const Net& net, const std::string& prefix, std::map<std::string, std::string>& remap,
@@ -143,6 +163,8 @@ ThreadNets thread_nets(Reader& reader, const PipeOptions& o, Net& init_net, Net&
   // Every run of the instance starts un-stopped.
   const_false_into(init_net, rr.should_stop);
   std::vector<StepOrNet> write_nets;
+  // With a processor its ProcessingReader counts the records it reads (before the processor can change them).
+  if (!o.processor) count_read_records(rr.nets, rr.should_stop, rr.fields, profiler_name + "/records");
   if (rr.has_record) {
     std::shared_ptr<Writer> writer = get_writer();
     write_nets = rr.record ? writer->write_record_ex(*rr.record, init_net, exit_net, rr.should_stop).first
@@ -173,9 +195,8 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
   if (o.capacity && !o.output.empty()) throw InvalidInput("capacity would not be used.");
 
   std::shared_ptr<Reader> reader = input.reader();
-  if (o.processor) reader = std::make_shared<ProcessingReader>(reader, o.processor);
-
   if (o.num_threads == 0 || o.num_runtime_threads == 0) {
+    if (o.processor) reader = std::make_shared<ProcessingReader>(reader, o.processor);
     if (!o.output.empty())
       throw InvalidInput(
           "pipe: with num_threads = 0 no Task is made and the processing reader is returned; "
@@ -192,6 +213,7 @@ PipeBuild pipe_step(const ReaderSource& input, const PipeOptions& o, const std::
   if (name.empty() && !o.output.empty()) name = "pipe_into:" + o.output.name();
   if (name.empty()) name = "pipe_from:" + input.name();
   const std::string profiler_name = profiler_name_of(name, input, o.output);
+  if (o.processor) reader = std::make_shared<ProcessingReader>(reader, o.processor, profiler_name + "/records");
 
   ReaderSource out_queue;
   std::optional<Task> made;
@@ -328,8 +350,8 @@ const std::vector<std::map<std::string, std::string>>& NetProcessor::blob_maps()
 
 // ---- ProcessingReader ----
 
-ProcessingReader::ProcessingReader(std::shared_ptr<Reader> reader, Processor processor)
-    : reader_(std::move(reader)), processor_(std::move(processor)) {
+ProcessingReader::ProcessingReader(std::shared_ptr<Reader> reader, Processor processor, std::string records_stat)
+    : reader_(std::move(reader)), processor_(std::move(processor)), records_stat_(std::move(records_stat)) {
   if (!reader_) throw InvalidInput("ProcessingReader: the reader is null");
   if (!processor_) throw InvalidInput("ProcessingReader: the processor is empty");
 }
@@ -340,6 +362,7 @@ void ProcessingReader::setup_ex(Net init_net, std::optional<Net> exit_net) {
 
 ReadNets ProcessingReader::read_ex(Net local_init_net, Net local_finish_net) {
   ReadRecordNets rr = reader_->read_record_ex(local_init_net, local_finish_net);
+  if (!records_stat_.empty()) count_read_records(rr.nets, rr.should_stop, rr.fields, records_stat_);
   schema::Field rec;
   if (rr.record) {
     rec = *rr.record;

@@ -21,6 +21,7 @@ void register_builtin_operators(OperatorRegistry& reg) {
   register_utility_ops(reg);
   register_counter_ops(reg);
   register_timer_ops(reg);
+  register_count_records_op(reg);
   register_dataset_ops(reg);
   register_text_file_ops(reg);
   register_queue_ops(reg);

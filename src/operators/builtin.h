@@ -15,9 +15,10 @@ void register_cast_ops(OperatorRegistry& reg);
 void register_utility_ops(OperatorRegistry& reg);  // Copy, Print, CreateMutex, Iter, AtomicIter
 void register_counter_ops(OperatorRegistry& reg);
 void register_timer_ops(OperatorRegistry& reg);
-void register_dataset_ops(OperatorRegistry& reg);     // TreeCursor readers, Append, AtomicAppend, IsEmpty, ...
-void register_queue_link_ops(OperatorRegistry& reg);  // ExportBlobsQueue, ConnectBlobsQueue (queue_link_ops.cpp)
-void register_queue_ops(OperatorRegistry& reg);       // BlobsQueue operators (queue_ops.cpp)
-void register_collective_ops(OperatorRegistry& reg);  // CreateCommonWorld, Allreduce, Broadcast, Allgather, Barrier
+void register_count_records_op(OperatorRegistry& reg);  // CountRecords (count_records_op.cpp)
+void register_dataset_ops(OperatorRegistry& reg);       // TreeCursor readers, Append, AtomicAppend, IsEmpty, ...
+void register_queue_link_ops(OperatorRegistry& reg);    // ExportBlobsQueue, ConnectBlobsQueue (queue_link_ops.cpp)
+void register_queue_ops(OperatorRegistry& reg);         // BlobsQueue operators (queue_ops.cpp)
+void register_collective_ops(OperatorRegistry& reg);    // CreateCommonWorld, Allreduce, Broadcast, Allgather, Barrier
 }  // namespace detail
 }  // namespace moka

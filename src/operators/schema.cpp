@@ -181,8 +181,9 @@ void OpSchema::validate(const OperatorDef& def) const {
   }
   std::set<std::string> seen;
   for (const auto& a : def.arg) {
-    if (a.name.empty()) throw InvalidInput("an argument has an empty name");
-    if (!seen.insert(a.name).second) throw InvalidInput(fmt::format("argument \"{}\" is given twice", a.name));
+    if (a.name.empty()) throw InvalidInput(fmt::format("an argument of {} has an empty name", type_));
+    if (!seen.insert(a.name).second)
+      throw InvalidInput(fmt::format("argument \"{}\" of {} is given twice", a.name, type_));
     const ArgSpec* spec = find_arg(a.name);
     if (!spec) {
       if (unknown_args_ok_) continue;
@@ -195,7 +196,8 @@ void OpSchema::validate(const OperatorDef& def) const {
   }
   for (const auto& s : args_)
     if (s.required && !seen.count(s.name))
-      throw InvalidInput(fmt::format("missing required argument \"{}\" ({})", s.name, arg_type_name(s.type)));
+      throw InvalidInput(
+          fmt::format("missing required argument \"{}\" ({}) of {}", s.name, arg_type_name(s.type), type_));
 }
 
 std::string OpSchema::describe() const {

@@ -2,6 +2,7 @@
 #include "moka/operators/stats.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 namespace moka {
@@ -105,23 +106,34 @@ void StatRegistry::remove_source(const StatSource* source) {
   std::erase(sources_, source);
 }
 
-std::vector<PipeBatches> pipe_batches(const std::vector<StatRegistry::Entry>& stats) {
+std::vector<PipeCounts> pipe_counts(const std::vector<StatRegistry::Entry>& stats) {
   constexpr std::string_view kPipeMark = "/pipe/";
   constexpr std::string_view kCountSuffix = "/count";
-  std::vector<PipeBatches> out;
+  constexpr std::string_view kRecordsSuffix = "/records";
+  std::map<std::string_view, int64_t> records;  // "<pipe>" -> its "<pipe>/records"
+  for (const auto& [key, value] : stats)
+    if (key.ends_with(kRecordsSuffix))
+      records.emplace(std::string_view(key).substr(0, key.size() - kRecordsSuffix.size()), value);
+  std::vector<PipeCounts> out;
   for (const auto& [key, value] : stats) {
     const std::size_t mark = key.find(kPipeMark);
     // The name comes between the mark and the suffix: "a/pipe/count" is no pipe.
     if (mark == std::string::npos || !key.ends_with(kCountSuffix) ||
         key.size() - kCountSuffix.size() <= mark + kPipeMark.size())
       continue;
-    PipeBatches p;
+    PipeCounts p;
     p.pipe = key.substr(0, key.size() - kCountSuffix.size());
     const std::size_t at = mark + kPipeMark.size();
     const std::size_t end = p.pipe.find('/', at);
     p.label = key.substr(0, mark) + "/" + p.pipe.substr(at, end == std::string::npos ? std::string::npos : end - at);
     p.batches = value;
     out.push_back(std::move(p));
+  }
+  for (PipeCounts& p : out) {
+    const auto it = records.find(p.pipe);
+    if (it == records.end()) continue;
+    p.records = it->second;
+    p.counts_records = true;
   }
   return out;
 }

@@ -1,5 +1,5 @@
-// The live BlobsQueues, and what is read from them: trace counters (queue depths, pipe batches/s from the stat
-// registry) and the queues' stats in the stat registry (docs/queues.md §6).
+// The live BlobsQueues, and what is read from them: trace counters (queue depths, pipe records/s and batches/s
+// from the stat registry) and the queues' stats in the stat registry (docs/queues.md §6).
 #include "operators/trace_counters.h"
 
 #include <chrono>
@@ -35,17 +35,21 @@ class OperatorCounters final : public TraceCounterSource {
     const auto now = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
-    for (const PipeBatches& p : pipe_batches(StatRegistry::global().export_all(/*reset=*/false))) {
-      auto [it, fresh] = last_counts_.try_emplace(p.pipe, p.batches);
-      if (!fresh && seconds > 0 && p.batches >= it->second)
-        out.push_back({"pipe batches/s", p.pipe, static_cast<double>(p.batches - it->second) / seconds});
-      it->second = p.batches;
+    for (const PipeCounts& p : pipe_counts(StatRegistry::global().export_all(/*reset=*/false))) {
+      auto [it, fresh] = last_counts_.try_emplace(p.pipe, p);
+      const PipeCounts& before = it->second;
+      if (!fresh && seconds > 0 && p.batches >= before.batches) {
+        out.push_back({"pipe batches/s", p.pipe, static_cast<double>(p.batches - before.batches) / seconds});
+        if (p.counts_records && p.records >= before.records)
+          out.push_back({"pipe records/s", p.pipe, static_cast<double>(p.records - before.records) / seconds});
+      }
+      it->second = p;
     }
   }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-  std::map<std::string, int64_t> last_counts_;  // sampler thread only
+  std::map<std::string, PipeCounts> last_counts_;  // sampler thread only
 };
 
 // Every live queue's stats under "queue/<label>/...", summed over queues of one label.

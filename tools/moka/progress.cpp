@@ -90,15 +90,17 @@ std::string ProgressLine::status() {
   const double since = std::chrono::duration<double>(now - last_sample_).count();
   // Pipe rates over the last sample period: 0.2 s, or the redraw interval when that is shorter.
   if (since >= std::min(0.2, std::chrono::duration<double>(interval_).count())) {
-    for (const moka::PipeBatches& p : moka::pipe_batches(moka::StatRegistry::global().export_all(/*reset=*/false))) {
-      auto [it, fresh] = last_counts_.try_emplace(p.pipe, p.batches);
-      rates_[p.label] = fresh || p.batches < it->second ? 0.0 : static_cast<double>(p.batches - it->second) / since;
-      it->second = p.batches;
+    for (const moka::PipeCounts& p : moka::pipe_counts(moka::StatRegistry::global().export_all(/*reset=*/false))) {
+      const int64_t count = p.counts_records ? p.records : p.batches;
+      auto [it, fresh] = last_counts_.try_emplace(p.pipe, count);
+      rates_[p.label] = {fresh || count < it->second ? 0.0 : static_cast<double>(count - it->second) / since,
+                         p.counts_records ? "records/s" : "batches/s"};
+      it->second = count;
     }
     last_sample_ = now;
   }
   std::string line = fmt::format("epoch {} | {:.1f} s", epoch_, std::chrono::duration<double>(now - start_).count());
-  for (const auto& [name, rate] : rates_) line += fmt::format(" | {} {:.0f} batches/s", name, rate);
+  for (const auto& [name, rate] : rates_) line += fmt::format(" | {} {:.0f} {}", name, rate.per_second, rate.unit);
   std::vector<moka::QueueStats> queues = moka::live_queue_stats();
   std::sort(queues.begin(), queues.end(), [](const auto& a, const auto& b) { return a.label < b.label; });
   for (const auto& q : queues) line += fmt::format(" | {} {}/{}", q.label, q.depth, q.capacity);

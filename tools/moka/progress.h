@@ -41,8 +41,12 @@ class ProgressLine {
   bool stop_ = false;
   int64_t epoch_ = 0;  // the epoch running now
   std::string last_checkpoint_;
-  std::map<std::string, int64_t> last_counts_;  // pipe -> batches at the last sample
-  std::map<std::string, double> rates_;         // pipe -> batches/s
+  struct Rate {
+    double per_second = 0;
+    const char* unit = "batches/s";  // records/s where the pipe counts its records
+  };
+  std::map<std::string, int64_t> last_counts_;  // pipe -> its records (or batches) at the last sample
+  std::map<std::string, Rate> rates_;           // pipe label -> its rate
   std::chrono::steady_clock::time_point last_sample_ = start_;
   bool drawn_ = false;  // under the logger's lock
   std::thread thread_;

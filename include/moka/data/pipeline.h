@@ -146,7 +146,9 @@ class NetProcessor final : public SetupAttribute {
 /// @brief A reader that runs a processor on every record read (Caffe2's ProcessingReader).
 class ProcessingReader final : public Reader {
  public:
-  ProcessingReader(std::shared_ptr<Reader> reader, Processor processor);
+  /// records_stat: a stat key that each batch read from `reader` adds its records to before the processor runs
+  /// (pipe() passes `<pipe timer key>/records`, docs/pipelines.md §5.1); empty: nothing is counted.
+  ProcessingReader(std::shared_ptr<Reader> reader, Processor processor, std::string records_stat = {});
   void setup_ex(Net init_net, std::optional<Net> exit_net) override;
   ReadNets read_ex(Net local_init_net, Net local_finish_net) override;
   std::string type_name() const override { return "ProcessingReader"; }
@@ -154,6 +156,7 @@ class ProcessingReader final : public Reader {
  private:
   std::shared_ptr<Reader> reader_;
   Processor processor_;
+  std::string records_stat_;
 };
 
 /// Optional arguments of pipe() (Caffe2's keyword arguments).

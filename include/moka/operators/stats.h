@@ -85,15 +85,17 @@ class StatSource {
   virtual void read(std::vector<StatRegistry::Entry>& out) const = 0;
 };
 
-/// What a pipe's timer has published: "<node>/pipe/<name>/<input>/<output>" (ns) and its "/count" (batches,
-/// docs/pipelines.md §5.1).
-struct PipeBatches {
+/// What a pipe has published: its timer "<node>/pipe/<name>/<input>/<output>" (ns) with "/count" (batches), and
+/// "/records" (the records it read, counted by CountRecords; docs/pipelines.md §5.1).
+struct PipeCounts {
   std::string pipe{};   ///< the timer's key, "<node>/pipe/<name>/<input>/<output>"
   std::string label{};  ///< "<node>/<name>", for displays
   int64_t batches = 0;
+  int64_t records = 0;
+  bool counts_records = false;  ///< false: the pipe has no "/records" stat (its reader yields no record)
 };
 /// The pipes among exported stats (StatRegistry::export_all), in the order of their keys.
-std::vector<PipeBatches> pipe_batches(const std::vector<StatRegistry::Entry>& stats);
+std::vector<PipeCounts> pipe_counts(const std::vector<StatRegistry::Entry>& stats);
 
 /// @brief One owner's part of a stat, added to with a plain load and store instead of an atomic
 /// read-modify-write.

@@ -111,7 +111,8 @@ TEST_F(SgdDemo, ALiveStatusLineOnATerminalAndPlainLinesOnAPipe) {
       stderr_on_a_terminal({"job", "run", job_, "--checkpoint-dir", (dir_ / "tty").string()}, dir_ / "tty.out", code);
   ASSERT_EQ(code, 0) << shown;
   EXPECT_NE(shown.find("\r\033[Kepoch "), std::string::npos) << shown;
-  EXPECT_NE(shown.find(" batches/s"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("reader/read_shard_0 "), std::string::npos) << shown;
+  EXPECT_NE(shown.find(" records/s"), std::string::npos) << shown;  // every pipe of the demo reads records
   EXPECT_NE(shown.find("| batches_0"), std::string::npos)
       << "queue depths: " << shown;  // "batches_0_<k>" in a process that built several
   EXPECT_TRUE(shown.empty() || shown.substr(shown.size() - 4) == "\r\033[K") << "the line is erased at the end";

@@ -57,22 +57,29 @@ TEST(StatRegistry, SourcesAreReadAtExportAndNotReset) {
   EXPECT_EQ(r.export_all(false), (std::vector<E>{{"b", 0}, {"d", 0}}));
 }
 
-// The pipes' timer keys (docs/pipelines.md §5.1) are read back by pipe_batches; other keys are not pipes.
-TEST(StatRegistry, PipeBatchesReadThePipesTimerCounts) {
+// The pipes' timer keys (docs/pipelines.md §5.1) are read back by pipe_counts, with their records where the pipe
+// counts them; other keys are not pipes.
+TEST(StatRegistry, PipeCountsReadThePipesTimerAndRecordCounts) {
   const std::vector<StatRegistry::Entry> stats{{"reader/pipe/read_shard_0/TextFileReader/batches_0", 900},
                                                {"reader/pipe/read_shard_0/TextFileReader/batches_0/count", 3},
+                                               {"reader/pipe/read_shard_0/TextFileReader/batches_0/records", 250},
                                                {"trainer/pipe/sgd/q/NoOutput/count", 7},
                                                {"queue/pipe/count", 1},
                                                {"my/count", 2},
                                                {"a/pipe/count", 4},
-                                               {"b/pipe/x/count", 5}};
-  const std::vector<PipeBatches> pipes = pipe_batches(stats);
+                                               {"b/pipe/x/count", 5},
+                                               {"c/pipe/lone/records", 6}};
+  const std::vector<PipeCounts> pipes = pipe_counts(stats);
   ASSERT_EQ(pipes.size(), 3u);
   EXPECT_EQ(pipes[0].pipe, "reader/pipe/read_shard_0/TextFileReader/batches_0");
   EXPECT_EQ(pipes[0].label, "reader/read_shard_0");
   EXPECT_EQ(pipes[0].batches, 3);
+  EXPECT_TRUE(pipes[0].counts_records);
+  EXPECT_EQ(pipes[0].records, 250);
   EXPECT_EQ(pipes[1].label, "trainer/sgd");
   EXPECT_EQ(pipes[1].batches, 7);
+  EXPECT_FALSE(pipes[1].counts_records);  // no "/records" key: its reader yields no record
+  EXPECT_EQ(pipes[1].records, 0);
   EXPECT_EQ(pipes[2].pipe, "b/pipe/x");  // a name without input and output still counts
   EXPECT_EQ(pipes[2].label, "b/x");
 }

@@ -1,6 +1,6 @@
 // Runtime stats seen by a report step (docs/queues.md §6, docs/pipelines.md §5.1, docs/tasks.md §3.3): a pipe feeds a
 // queue that a second pipe drains, and the node's report step exports the stat registry once the tasks finished. It
-// finds each task's runs and busy time, the queue's records and waits and each pipe's batches.
+// finds each task's runs and busy time, the queue's records and waits and each pipe's batches and records.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -27,6 +27,9 @@ TEST(RuntimeStats, AReportStepExportsQueueAndPipeStats) {
     });
   });
   session.run(init);
+  std::map<std::string, int64_t> records_before;  // the registry is process-wide (a repeated test counts again)
+  for (const PipeCounts& p : pipe_counts(StatRegistry::global().export_all(/*reset=*/false)))
+    records_before[p.label] = p.records;
   TaskGroup run(WorkspaceType::Global, [&] {
     auto queue = Queue::make(2, {.name = "stats_e2e"});
     Node("local", [&] {
@@ -62,10 +65,16 @@ TEST(RuntimeStats, AReportStepExportsQueueAndPipeStats) {
     EXPECT_GT(stats[std::string(task) + "/busy_ns"], 0) << task;
   }
   std::map<std::string, int64_t> batches;
-  for (const PipeBatches& p : pipe_batches(StatRegistry::global().export_all(/*reset=*/false)))
+  std::map<std::string, int64_t> records;
+  for (const PipeCounts& p : pipe_counts(StatRegistry::global().export_all(/*reset=*/false))) {
     batches[p.label] = p.batches;
+    if (p.counts_records) records[p.label] = p.records - records_before[p.label];
+  }
   EXPECT_GE(batches["local/stats_feed"], 10) << ::testing::PrintToString(batches);
   EXPECT_GE(batches["local/stats_tally"], 10);
+  // Both pipes count the 100 records they read: the feed without a processor, the tally through its processor.
+  EXPECT_EQ(records["local/stats_feed"], 100) << ::testing::PrintToString(records);
+  EXPECT_EQ(records["local/stats_tally"], 100);
   const Tensor total_blob = session.fetch("local", "total");
   const auto total = total_blob.values<int64_t>();
   EXPECT_EQ(std::accumulate(total.begin(), total.end(), int64_t{0}), 99 * 100 / 2);  // every record once

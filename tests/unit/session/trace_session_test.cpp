@@ -105,6 +105,7 @@ TEST(TraceSession, QueueDepthsAndPipeRatesAreCounters) {
   const testing::TraceContents t = testing::check_trace(dir / "counters.json");
   EXPECT_TRUE(t.counter_names.contains("queue depth")) << ::testing::PrintToString(t.counter_names);
   EXPECT_TRUE(t.counter_names.contains("pipe batches/s")) << ::testing::PrintToString(t.counter_names);
+  EXPECT_TRUE(t.counter_names.contains("pipe records/s")) << ::testing::PrintToString(t.counter_names);
 }
 
 TEST(TraceSession, NothingIsRecordedWhenOff) {
