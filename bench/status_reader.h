@@ -30,9 +30,11 @@ class StatusReader {
     thread_ = std::thread([this, interval = std::chrono::milliseconds(ms)] {
       std::unique_lock lk(mu_);
       while (!cv_.wait_for(lk, interval, [this] { return stop_; })) {
+        const auto t0 = std::chrono::steady_clock::now();
         for (const moka::PipeCounts& p : moka::pipe_counts(moka::StatRegistry::global().export_all(false)))
           sink_ += p.records + p.batches;
         for (const moka::QueueStats& q : moka::live_queue_stats()) sink_ += q.depth;
+        read_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         ++reads_;
       }
     });
@@ -45,7 +47,12 @@ class StatusReader {
     }
     cv_.notify_all();
     thread_.join();
-    std::fprintf(stderr, "status reader: %ld reads\n", reads_);
+    std::fprintf(stderr, "status reader: %ld reads, %.1f us each (mean), %.4f%% of the time it ran\n", reads_,
+                 reads_ > 0 ? static_cast<double>(read_ns_) / static_cast<double>(reads_) / 1e3 : 0.0,
+                 100.0 * static_cast<double>(read_ns_) /
+                     static_cast<double>(
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_)
+                             .count()));
   }
   StatusReader(const StatusReader&) = delete;
   StatusReader& operator=(const StatusReader&) = delete;
@@ -55,6 +62,8 @@ class StatusReader {
   std::condition_variable cv_;
   bool stop_ = false;
   long reads_ = 0;
+  int64_t read_ns_ = 0;  // time spent reading
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int64_t sink_ = 0;  // keeps the reads from being optimized out
   std::thread thread_;
 };
