@@ -34,18 +34,15 @@ std::vector<StepOrNet> children_as_steps(const std::vector<NetBuilderChild>& chi
 }
 
 // Counts the records of every batch a read yields (the rows of its first field) under `key`, in the read's last net
-// when it is one (no net more per batch), else in a net of its own; a read that stopped counts nothing. A reader
-// that hands out the same net to every thread gets the operator once: each thread's copy of the net counts.
+// when it is one (no net more per batch; read_ex returns nets of its own per call), else in a net of its own; a
+// read that stopped counts nothing.
 void count_read_records(std::vector<StepOrNet>& nets, const BlobRef& should_stop, const std::vector<BlobRef>& fields,
                         const std::string& key) {
   if (fields.empty()) return;  // no record: nothing to count
   const std::vector<BlobRef> inputs{fields.front(), should_stop};
   if (!nets.empty() && nets.back().net() != nullptr && !nets.back().net()->is_frozen()) {
     Net last = *nets.back().net();  // a handle: ops added to it go to the read's net
-    const auto& ops = last.proto().op;
-    const bool counted = !ops.empty() && ops.back().type == "CountRecords" && ops.back().input.size() == 2 &&
-                         ops.back().input[0] == inputs[0].name() && ops.back().input[1] == inputs[1].name();
-    if (!counted) last.op("CountRecords", inputs, 0, {{"key", key}});
+    last.op("CountRecords", inputs, 0, {{"key", key}});
     return;
   }
   Net count("count_records");

@@ -82,7 +82,8 @@ class Reader {
   /// @brief Adds the reader's one-time work to a task's init net (and exit net, when given).
   /// Default: nothing. Thread-safety: build-time only.
   virtual void setup_ex(Net init_net, std::optional<Net> exit_net);
-  /// @brief The nets of one read, per thread/instance: default `Net("reader_body")` + read().
+  /// @brief The nets of one read, per thread/instance: default `Net("reader_body")` + read(). Each call returns
+  /// nets of its own (a pipe appends its record count to the last one, docs/pipelines.md §5.1).
   virtual ReadNets read_ex(Net local_init_net, Net local_finish_net);
   /// read_ex() with the fields wrapped in schema() when the reader has one.
   ReadRecordNets read_record_ex(Net local_init_net, Net local_finish_net);

@@ -1,6 +1,7 @@
 // Unit tests: a pipe counts the records it reads under "<pipe timer key>/records" (docs/pipelines.md §5.1,
 // decision 70): with and without a processor, on runtime and static threads, through a queue, with a reader
-// whose limit stops it (a stopped read is not counted), and with a processor that returns no record.
+// whose limit stops it (a stopped read is not counted), with a read that ends in a step, and with a processor that
+// returns no record.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -94,6 +95,42 @@ TEST(PipeRecords, AReadThatStoppedCountsNothing) {
   session.run(tg);
   EXPECT_EQ(sorted_vals(session, dst).size(), 12u);
   EXPECT_EQ(records_since(before, "local/prl_limited"), 12);
+}
+
+// A reader whose read ends with a step, not a net: the count runs in a net of its own after it.
+class ReadInAStep final : public Reader {
+ public:
+  explicit ReadInAStep(std::shared_ptr<Reader> inner) : Reader(inner->schema()), inner_(std::move(inner)) {}
+  void setup_ex(Net init_net, std::optional<Net> exit_net) override { inner_->setup_ex(init_net, exit_net); }
+  ReadNets read_ex(Net local_init_net, Net local_finish_net) override {
+    ReadNets read = inner_->read_ex(local_init_net, local_finish_net);
+    read.nets = {moka::execution_step("read_in_a_step", read.nets)};  // not Reader::execution_step
+    return read;
+  }
+
+ private:
+  std::shared_ptr<Reader> inner_;
+};
+
+TEST(PipeRecords, AReadEndingInAStepIsCountedInANetOfItsOwn) {
+  LocalSession session;
+  auto [src, dst] = make_datasets(session, 22, "prt");
+  const auto before = records_by_pipe();
+  TaskGroup tg([&, src = src, dst = dst] {
+    pipe(std::make_shared<ReadInAStep>(src.reader({.batch_size = 5})), {.output = dst.writer(), .name = "prt_step"});
+  });
+  const TaskGroupDef& def = session.compile(tg);
+  int count_nets = 0;
+  for (const auto& net : def.nodes[0].plan.network)
+    if (net.name.find("count_records") != std::string::npos) {
+      ++count_nets;
+      ASSERT_EQ(net.op.size(), 1u);
+      EXPECT_EQ(net.op[0].type, "CountRecords");
+    }
+  EXPECT_EQ(count_nets, 1);
+  session.run(tg);
+  EXPECT_EQ(sorted_vals(session, dst).size(), 22u);
+  EXPECT_EQ(records_since(before, "local/prt_step"), 22);  // 5 batches, the last of 2; the stopped read not counted
 }
 
 // A processor that returns no record (a sink): the pipe still counts what it read.
